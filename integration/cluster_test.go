@@ -51,6 +51,8 @@ type cluster struct {
 	hintListen map[string]string
 
 	faults *history.Writer
+	// prepared: when precreate's Clients were closed.
+	prepared time.Time
 
 	// delay-requests injections, and the late writes they got applied.
 	delayInjected, delayLateApplied int
@@ -88,6 +90,7 @@ func newCluster(t *testing.T, uri string, db *mongo.Database, base worker.Config
 	c.log.changed = make(chan struct{})
 	t.Cleanup(c.cleanup)
 	precreate(t, db)
+	c.prepared = time.Now()
 	return c
 }
 
@@ -320,10 +323,14 @@ func (c *cluster) pause(p *proc) (resume func()) {
 }
 
 // faultKinds are the faults inject knows.
+// ("outage" too, which only TestMixedFaults draws among them: the tests
+// that cycle through faultKinds would run a round more in their short
+// forms).
 var faultKinds = []string{"sigkill", "sigstop", "sigstop-waiter", "partition", "partition-replies", "delay-replies", "delay-requests", "clock-jump", "restart"}
 
 // inject injects a fault of kind into holder p (or, for sigstop-waiter,
-// another worker; for restart, the server srv; for delay-requests, a
+// another worker; for restart and outage, the server srv, killed and
+// restarted, or stopped for every client at once; for delay-requests, a
 // guest worker with a longer TTL, see delayRequestsGuest), lasting about
 // a TTL or two, and returns once it is over (a killed worker restarted, a
 // partition healed, held requests delivered).
@@ -376,6 +383,12 @@ func (c *cluster) inject(kind string, p *proc, srv *mongotest.Process) {
 		srv.Kill()
 		time.Sleep(randDuration(0, 2*ttl))
 		srv.Restart()
+		c.fault(kind, nil, t0, history.Now())
+	case "outage":
+		t0 := history.Now()
+		srv.Pause()
+		time.Sleep(randDuration(ttl/2, 2*ttl))
+		srv.Resume()
 		c.fault(kind, nil, t0, history.Now())
 	default:
 		c.t.Fatalf("unknown fault %q", kind)

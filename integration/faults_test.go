@@ -377,8 +377,19 @@ func sigstop(t *testing.T, reg string) {
 // Fault 3: the database server is killed (SIGKILL) mid-hold and restarted
 // on the same data. Holders lose their holds at their deadlines; no token
 // goes backwards; a new hold is granted soon after the restart (no lock
-// stays stuck).
+// stays stuck). The workers unlock a lost hold; relock (DSYNC_LONG=1
+// only): they have an outage grace, the server is down for longer than
+// the TTL, and the holder locks again on Lost() without Unlock, and must
+// hold again with the same token, nobody else between (rideOutages).
 func TestServerRestart(t *testing.T) {
+	t.Run("unlock", serverRestart)
+	t.Run("relock", func(t *testing.T) {
+		longtest.Skip(t)
+		rideOutages(t, []string{"restart"}, rounds(2, 15))
+	})
+}
+
+func serverRestart(t *testing.T) {
 	srv := mongotest.StartProcess(t)
 	db := mongotest.NewClient(t, srv.URI()).Database(mongotest.DatabaseName(t))
 	cfg := baseConfig()
@@ -604,6 +615,7 @@ func TestMixedFaults(t *testing.T) {
 	from := 0
 	counts := make(map[string]int)
 	start := time.Now()
+	kinds := append(slices.Clone(faultKinds), "outage")
 	for c.handoffs() < target {
 		ev, next := c.await(from, 60*time.Second, "hold", isAcquire(tok, 0))
 		from, tok = next, ev.Token
@@ -611,10 +623,10 @@ func TestMixedFaults(t *testing.T) {
 		if p == nil || rand.IntN(2) == 0 {
 			continue
 		}
-		kind := faultKinds[rand.IntN(len(faultKinds))]
+		kind := kinds[rand.IntN(len(kinds))]
 		switch {
-		case kind == "restart" && rand.IntN(2) == 0:
-			kind = "clock-jump" // restarts are slow: fewer of them
+		case (kind == "restart" || kind == "outage") && rand.IntN(2) == 0:
+			kind = "clock-jump" // restarts and outages are slow: fewer of them
 		case counts["delay-requests"] == 0 && c.handoffs() >= target/2:
 			kind = "delay-requests" // at least once: it must show its teeth
 		}

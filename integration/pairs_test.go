@@ -71,11 +71,13 @@ func startPairs(c *cluster, keys, procs int) *pairs {
 }
 
 // current returns the hold of key in force, as the events so far show it:
-// its last acquire, if the hold has neither ended nor been lost.
+// its last acquire (of the largest token: the latest, when a hold lost
+// to an outage was taken back with its token), if the hold has neither
+// ended nor been lost.
 func (ps *pairs) current(key string) (history.Event, bool) {
 	var last history.Event
 	ps.c.log.each(func(ev history.Event) {
-		if ev.Ev == history.EvAcquire && ev.Key == key && ev.Token > last.Token {
+		if ev.Ev == history.EvAcquire && ev.Key == key && (ev.Token > last.Token || ev.Token == last.Token && ev.T > last.T) {
 			last = ev
 		}
 	})
@@ -85,11 +87,13 @@ func (ps *pairs) current(key string) (history.Event, bool) {
 	return last, true
 }
 
-// ended reports whether the events so far end hold h, or signal its loss.
+// ended reports whether the events so far end hold h, or signal its loss
+// (after its acquire: a hold taken back after an outage has the token of
+// the one lost).
 func (ps *pairs) ended(h history.Event) bool {
 	found := false
 	ps.c.log.each(func(ev history.Event) {
-		if ev.PID == h.PID && ev.Key == h.Key && ev.Token == h.Token && (ev.Ev == history.EvEnd || ev.Ev == history.EvLost) {
+		if ev.PID == h.PID && ev.Key == h.Key && ev.Token == h.Token && ev.T >= h.T && (ev.Ev == history.EvEnd || ev.Ev == history.EvLost) {
 			found = true
 		}
 	})

@@ -99,6 +99,9 @@ func precreate(t *testing.T, db *mongo.Database) {
 	holder.close(t)
 }
 
+// precreateTTL is the TTL of precreate's Clients.
+const precreateTTL = ttl
+
 // precreated is a client of precreate's, with its store.
 type precreated struct {
 	client *dsync.Client
@@ -115,8 +118,12 @@ func precreateClient(ctx context.Context, t *testing.T, db *mongo.Database) prec
 		t.Fatalf("precreate: prepare: %v", err)
 	}
 	// No hints: a hint would wake the waiter without its feed, and the
-	// feed's collection is one of those to make.
-	c, err := dsync.NewClient(store, dsync.ClientWithHints("", ""))
+	// feed's collection is one of those to make. The suite's TTL, not the
+	// default 15 s: the sessions of these Clients, which never renew with
+	// a record of up-time, are left in the store until they expire, and
+	// until then no hold can ride an outage of the store through
+	// (cluster.awaitSetupExpired).
+	c, err := dsync.NewClient(store, dsync.ClientWithHints("", ""), dsync.ClientWithTTL(precreateTTL))
 	if err != nil {
 		t.Fatal(err)
 	}

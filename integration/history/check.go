@@ -7,7 +7,10 @@ package history
 //     weighted holds of one limit while their weights fit it; weighted
 //     holds of different limits conflict) (check_exclusion.go);
 //   - tokens strictly increase in the order holds that conflict began
-//     (check_tokens.go), between resets of the store; with
+//     (check_tokens.go), but for a hold its process lost to an outage
+//     of the store and took back with the same token, nobody's
+//     conflicting hold begun in between (a resume), between resets of
+//     the store; with
 //     Options.EmptyingGap, across emptyings too, as they promise
 //     (check_emptying.go);
 //   - weighted holds began in queue order: none while claims queued

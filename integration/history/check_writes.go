@@ -17,9 +17,10 @@ type RegisterState struct {
 // mid-write) may or may not count.
 func CheckWrites(r *Report, events []Event, st RegisterState) {
 	writes, order := collectWrites(events, st.Key)
-	c := writeCheck{r: r, st: st, holds: make(map[holdID]*Hold), values: make(map[int64]string)}
+	c := writeCheck{r: r, st: st, holds: make(map[holdID][]*Hold), values: make(map[int64]string)}
 	for _, h := range r.Holds[st.Key] {
-		c.holds[holdID{h.PID, h.Key, h.Token, 0}] = h
+		id := holdID{h.PID, h.Key, h.Token, 0}
+		c.holds[id] = append(c.holds[id], h)
 	}
 	for _, wid := range order {
 		c.check(wid, writes[wid])
@@ -67,9 +68,12 @@ func collectWrites(events []Event, key string) (map[string]*write, []string) {
 
 // writeCheck is what CheckWrites keeps while it goes through the writes.
 type writeCheck struct {
-	r     *Report
-	st    RegisterState
-	holds map[holdID]*Hold // the holds of st.Key, by (pid, key, token)
+	r  *Report
+	st RegisterState
+	// holds: the holds of st.Key, by (pid, key, token), in the order
+	// they began (more than one: a hold taken back after an outage, or
+	// the token held again after a reset).
+	holds map[holdID][]*Hold
 	// values: the write that was acknowledged with each value.
 	values map[int64]string
 	// ok and unknown count the acknowledged writes and those whose
@@ -109,13 +113,25 @@ func (c *writeCheck) acknowledged(wid string, w *write) {
 	}
 	c.values[w.ev.Value] = wid
 	if w.start != nil {
-		if h := c.holds[holdID{w.ev.PID, w.ev.Key, w.ev.Token, 0}]; h != nil && w.start.T > h.ValidEnd() {
+		if h := c.holdAt(holdID{w.ev.PID, w.ev.Key, w.ev.Token, 0}, w.start.T); h != nil && w.start.T > h.ValidEnd() {
 			c.r.Writes.LateAccepted++
 		}
 	}
 	if c.st.Applied != nil && !c.st.Applied[wid] {
 		c.r.add(KindRegister, c.st.Key, "write %s (value %d) was acknowledged but is not in the register", wid, w.ev.Value)
 	}
+}
+
+// holdAt returns the hold id the worker was in at t: the last of its
+// holds begun by then.
+func (c *writeCheck) holdAt(id holdID, t int64) *Hold {
+	var in *Hold
+	for _, h := range c.holds[id] {
+		if h.Acquired <= t {
+			in = h
+		}
+	}
+	return in
 }
 
 // checkFinal checks the register's final value: at least the acknowledged

@@ -76,6 +76,13 @@ const (
 	// engine read (Runs). The checker ignores it; the suite adds up each
 	// process's last.
 	EvCounts = "counts"
+	// EvRelock: a hold (or term) of Token, lost to a suspension of its
+	// session in an outage of the store, was taken back (Lock, or
+	// Campaign, called again from T to End): Value is the token held
+	// again (0 if none), Err the error if not. The checker ignores it
+	// (the hold taken back has an EvAcquire of its own); the tests read
+	// it.
+	EvRelock = "relock"
 	// EvMember: the candidate Owner, of Version and Priority, saw its own
 	// member status listed live (leader.Election.Members) for the first
 	// time at T. The checker ignores it.

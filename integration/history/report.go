@@ -71,6 +71,10 @@ type Report struct {
 	NumHolds int
 	// Handoffs counts consecutive holds of a key by different processes.
 	Handoffs int
+	// Resumes counts holds that took back their process's hold of the
+	// same token, lost to an outage of the store, with no conflicting
+	// hold begun in between (check_tokens.go).
+	Resumes int
 	// Losses counts holds whose loss was signalled; Excused those whose
 	// process was paused (SIGSTOP) or stalled between the deadline and the
 	// signal, which only the time it was running counts against.

@@ -74,6 +74,16 @@ type Config struct {
 	Version  string
 	Priority int
 	Preempt  time.Duration
+	// Grace is the Client's outage grace (dsync.ClientWithOutageGrace);
+	// 0: none.
+	Grace time.Duration
+	// Relock: a hold (or term) lost to a suspension of its session in an
+	// outage of the store (dsync.ErrSuspended) is taken back, as issue 75
+	// has a program do it: a Mutex locked again without Unlock, an
+	// Election's Campaign called again without Resign. Each attempt is
+	// recorded (history.EvRelock). Without it, a lost hold is unlocked
+	// (a term resigned) as any other.
+	Relock bool
 }
 
 // Encode returns the environment entry that makes a process a worker.

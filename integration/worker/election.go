@@ -10,6 +10,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/leader"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
@@ -78,8 +79,10 @@ func (w *worker) elect(ctx context.Context, e *leader.Election, elected *atomic.
 	key := operator.LockKey(cfg.Key)
 	terms, endTerms := context.WithCancel(context.Background())
 	defer endTerms()
+	var retake uint64 // the token of a term lost to a suspension (Config.Relock)
 	for n := 0; cfg.Holds == 0 || n < cfg.Holds; n++ {
 		stopCampaign := context.AfterFunc(ctx, endTerms)
+		called := history.Now()
 		lctx, err := e.Campaign(terms)
 		if !stopCampaign() {
 			// ctx ended during the campaign: terms is cancelled, or is
@@ -87,6 +90,12 @@ func (w *worker) elect(ctx context.Context, e *leader.Election, elected *atomic.
 			// meanwhile, whose lease is then released at once. The worker
 			// never relies on such a term, nor records it.
 			return nil
+		}
+		if retake != 0 {
+			w.recordRetake(key, retake, called, lctx, err)
+			if retake = 0; errors.Is(err, leader.ErrLeadershipLost) {
+				continue // the outage ended the term: campaign anew
+			}
 		}
 		if err != nil {
 			return err
@@ -101,6 +110,14 @@ func (w *worker) elect(ctx context.Context, e *leader.Election, elected *atomic.
 		w.criticalSection(ctx, h)
 
 		h.end(deadline, history.SrcPred)
+		if cfg.Relock && errors.Is(context.Cause(lctx), dsync.ErrSuspended) {
+			// Lost to a suspension: no Resign, which would release the
+			// lock the term kept; the next Campaign takes it back.
+			stopWatch()
+			w.rec.forget(key, h.token)
+			retake = h.token
+			continue
+		}
 		rctx, cancel := context.WithTimeout(context.Background(), cfg.TTL)
 		err = e.Resign(rctx)
 		cancel()
@@ -112,6 +129,19 @@ func (w *worker) elect(ctx context.Context, e *leader.Election, elected *atomic.
 		}
 	}
 	return nil
+}
+
+// recordRetake records a campaign called at called to take back the
+// term of token, lost to a suspension: lctx and err are what Campaign
+// returned.
+func (w *worker) recordRetake(key string, token uint64, called int64, lctx context.Context, err error) {
+	ev := history.Event{Ev: history.EvRelock, Key: key, Token: token, T: called, End: history.Now(), Err: errString(err)}
+	if err == nil {
+		if term, ok := leader.TermOf(lctx); ok {
+			ev.Value = int64(term.Token)
+		}
+	}
+	w.emit(ev)
 }
 
 // observe records, until octx ends, every leader Observe reports and what

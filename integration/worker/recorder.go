@@ -43,7 +43,8 @@ type predClaim struct {
 // TTL/20. The send time is when the engine read the server's time for the
 // expiry it sent (see sendTime), not when the store call began. A session whose deadline passes before a renewal is confirmed
 // (or that the store reports gone) is retired for good: a later reply
-// counts for nothing. A renewal is an update of one of the session's
+// counts for nothing; with an outage grace, a later renewal may resume it
+// (resumes). A renewal is an update of one of the session's
 // documents, or the insert of its next one. A hold begins when the worker
 // says Lock (or Campaign) returned it, with its session's deadline at
 // that moment (none if it has passed); each later renewal of the session
@@ -63,7 +64,11 @@ type predClaim struct {
 type recorder struct {
 	w           *worker
 	ttl, margin int64
-	now         func() int64 // history.Now; a test's clock
+	// grace is the Client's outage grace (Config.Grace): with one, a
+	// session whose deadline passes is suspended, not retired (see
+	// renewedLocked).
+	grace int64
+	now   func() int64 // history.Now; a test's clock
 
 	mu       sync.Mutex
 	sessions map[string]*predSession
@@ -143,11 +148,11 @@ func (r *recorder) renewedLocked(id string, sent, reply int64) []history.Event {
 	if s == nil || s.retired {
 		return nil
 	}
-	if reply >= s.deadline {
+	dl := sent + r.ttl - r.margin
+	if reply >= s.deadline && !r.resumes(s, sent, reply) {
 		s.retired = true // confirmed too late to count: the session is over
 		return nil
 	}
-	dl := sent + r.ttl - r.margin
 	if dl <= s.deadline {
 		return nil
 	}
@@ -159,6 +164,20 @@ func (r *recorder) renewedLocked(id string, sent, reply int64) []history.Event {
 		}
 	}
 	return evs
+}
+
+// resumes reports whether a renewal of s sent at sent and confirmed at
+// reply, past s's deadline, may resume s. Without a grace it may not: the
+// session ended at its deadline. With one the library suspends the session
+// there, and resumes it after a renewal confirmed before that renewal's
+// own deadline (sent + TTL − TTL/20) if the store's record of up-time
+// shows that no other process could have found it expired; it gives the
+// session up at its deadline + grace + TTL. The recorder does not read
+// that record: it counts every such renewal until then, so that its
+// prediction is never earlier than the library's deadline after a
+// resume (a session the library retired instead holds nothing more).
+func (r *recorder) resumes(s *predSession, sent, reply int64) bool {
+	return r.grace > 0 && reply < sent+r.ttl-r.margin && reply < s.deadline+r.grace+r.ttl
 }
 
 // readServerTime records a read of the server's time that began at at
@@ -316,11 +335,35 @@ func (r *recorder) wrap(s driver.Store) driver.Store {
 
 // Roles passes the roles of the store on, hints' records among them,
 // which write no document of a key's queue (nothing to record), but for
-// runs, which the recording store counts (GetRun).
+// runs, which the recording store counts (GetRun), and the renewals with
+// a record of up-time, which it records (uptimeStore).
 func (s *recordingStore) Roles() driver.Roles {
 	r := s.Store.Roles()
 	r.Runs = s
+	if r.Uptime != nil {
+		r.Uptime = &uptimeStore{UptimeStore: r.Uptime, rec: s.rec}
+	}
 	return r
+}
+
+// uptimeStore records the renewals a Client with an outage grace sends
+// through the store's Uptime role, as recordingStore.RenewSession does.
+type uptimeStore struct {
+	driver.UptimeStore
+	rec *recorder
+}
+
+func (s *uptimeStore) RenewSessionUp(ctx context.Context, id string, gen int, expires time.Time, up []driver.UpSpan) (time.Time, bool, error) {
+	sent := s.rec.firstSent(id, expires, s.rec.sendTime(expires, s.rec.now()))
+	applied, found, err := s.UptimeStore.RenewSessionUp(ctx, id, gen, expires, up)
+	switch {
+	case err != nil:
+	case found:
+		s.rec.renewed(id, sent, s.rec.now())
+	default:
+		s.rec.gone(id)
+	}
+	return applied, found, err
 }
 
 // InsertSession: generation 0 opens a session; a later one is a renewal

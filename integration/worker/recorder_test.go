@@ -329,3 +329,38 @@ func TestRecorderPassesRoles(t *testing.T) {
 		t.Error("the recording store hides the store's peers")
 	}
 }
+
+// With an outage grace, a session whose deadline passes is suspended, not
+// over: a renewal confirmed past it, within its own bound (sent + TTL −
+// TTL/20) and before the deadline + grace + TTL, resumes it (the library
+// resumes after such a renewal if the store's record allows), and a hold
+// taken back then gets its deadline; past that time, or without a grace,
+// the session is over.
+func TestRecorderResumesWithAGrace(t *testing.T) {
+	const ttl = 1000
+	for _, tc := range []struct {
+		name       string
+		grace      int64
+		sent, conf int64 // the renewal after the outage
+		want       int64 // the deadline of the hold taken back then (0: none)
+	}{
+		{"grace", 5000, 3000, 3100, 3950},
+		{"no grace", 0, 3000, 3100, 0},
+		{"confirmed past its own bound", 5000, 3000, 3960, 0},
+		{"past the deadline + grace + TTL", 5000, 6900, 7000, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := testRecorder(t, ttl)
+			r.grace = tc.grace
+			r.claimed("k", 7, "s1", "a")
+			r.opened("s1", 0, 50) // deadline 950
+			r.holding("k", 7, 100)
+			r.renewed("s1", tc.sent, tc.conf)
+			r.forget("k", 7)
+			r.holding("k", 7, tc.conf+10) // the hold taken back
+			if got := r.deadline("k", 7); got != tc.want {
+				t.Fatalf("deadline of the hold taken back: %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

@@ -132,6 +132,7 @@ func (w *worker) run() error {
 	db := client.Database(cfg.DB)
 
 	w.rec = newRecorder(w, cfg.TTL)
+	w.rec.grace = int64(cfg.Grace)
 	w.reportCounts()
 
 	regName := StoredKey(cfg.Mode, cfg.Key)
@@ -196,6 +197,9 @@ func (w *worker) client(db *mongo.Database) (*dsync.Client, *dsyncmongo.Store, e
 	copts := []dsync.ClientOption{dsync.ClientWithTTL(cfg.TTL), dsync.ClientWithPollInterval(cfg.Poll), dsync.ClientWithLogger(w.logger)}
 	if cfg.Renew > 0 {
 		copts = append(copts, dsync.ClientWithRenewInterval(cfg.Renew))
+	}
+	if cfg.Grace > 0 {
+		copts = append(copts, dsync.ClientWithOutageGrace(cfg.Grace))
 	}
 	if cfg.SafetyPoll > 0 {
 		copts = append(copts, dsync.ClientWithSafetyPoll(cfg.SafetyPoll))

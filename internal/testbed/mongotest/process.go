@@ -32,7 +32,9 @@ type Process struct {
 // StartProcess starts a FerretDB child process (always FerretDB, whatever
 // [Shared] resolved to) with its own temp data dir on a loopback port picked
 // at start and kept for restarts. It is stopped in tb.Cleanup; when the
-// test failed, its stderr is kept first (keepForDiagnosis). With
+// test failed, its stderr is kept first (keepForDiagnosis). A paused
+// process ([Process.Pause]) is resumed there before it is asked to exit,
+// so that no test, failed or not, leaves a stopped server behind. With
 // DSYNC_MONGOTEST_BACKEND=postgresql its data is in a PostgreSQL database
 // of its own instead (on the test binary's PostgreSQL), which outlives
 // its kills and restarts as the data dir does.

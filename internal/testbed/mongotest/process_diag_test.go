@@ -3,9 +3,11 @@
 package mongotest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -45,5 +47,51 @@ func TestKeepForDiagnosisKeepsTheGoroutines(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "goroutine ") || !strings.Contains(string(b), "SIGQUIT") {
 		t.Fatalf("the kept log has no goroutine dump:\n%s", b)
+	}
+}
+
+// failedTB is a testing.TB whose test has failed, and which keeps the
+// cleanups registered through it for the test to run.
+type failedTB struct {
+	logCatcher
+	cleanups []func()
+}
+
+func (f *failedTB) Failed() bool      { return true }
+func (f *failedTB) Cleanup(fn func()) { f.cleanups = append(f.cleanups, fn) }
+
+// A test that fails while its server is paused leaves no stopped server
+// behind: the cleanup resumes it, it writes its goroutines (which a
+// stopped process would not) and exits, and is reaped.
+func TestFailedTestLeavesNoPausedServer(t *testing.T) {
+	tb := &failedTB{logCatcher: logCatcher{TB: t}}
+	p := StartProcess(tb)
+	pid := p.Pid()
+	p.Pause()
+	for i := len(tb.cleanups) - 1; i >= 0; i-- {
+		tb.cleanups[i]()
+	}
+	if p.Running() || p.Paused() {
+		t.Fatalf("after the cleanup: running %v, paused %v", p.Running(), p.Paused())
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("the server (pid %d) is still there after the cleanup: kill 0: %v", pid, err)
+	}
+	var kept string
+	for _, l := range tb.logs {
+		if i := strings.Index(l, os.TempDir()); i >= 0 {
+			kept = l[i:]
+		}
+	}
+	if kept == "" {
+		t.Fatalf("logged %q, naming no kept file", tb.logs)
+	}
+	t.Cleanup(func() { os.Remove(kept) })
+	b, err := os.ReadFile(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "goroutine ") {
+		t.Fatalf("the kept log has no goroutine dump: the paused server was not resumed before its SIGQUIT:\n%s", b)
 	}
 }
