@@ -139,12 +139,6 @@ func (c *cluster) awaitSetupExpired() {
 	time.Sleep(time.Until(c.prepared.Add(precreateTTL + c.base.TTL)))
 }
 
-// held returns the hold of key in force, as the events so far show it
-// (its last acquire, if neither ended nor lost), and whether there is one.
-func (c *cluster) held(key string) (history.Event, bool) {
-	return (&pairs{c: c}).current(key)
-}
-
 // Fault 7: an outage of the whole store (the server SIGSTOPped) for
 // longer than the TTL and shorter than the workers' grace, while one of
 // three workers holds the lock and the others wait, on the store's
