@@ -2,6 +2,9 @@ package apisim
 
 import (
 	"flag"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -39,6 +42,8 @@ func TestOutageSimulation(t *testing.T) {
 	}
 	ExemptUnmarked = !*strictRecord
 	defer func() { ExemptUnmarked = true }()
+	tracing = *simTrace != ""
+	defer func() { tracing = false }()
 	var total Figures
 	start := time.Now()
 	for seed := int64(1); seed <= int64(n); seed++ {
@@ -46,6 +51,12 @@ func TestOutageSimulation(t *testing.T) {
 			continue
 		}
 		r := simulateOutages(t, seed)
+		if r.Trace != nil && len(r.Violations) > 0 {
+			if err := os.WriteFile(fmt.Sprintf("%s.%d", *simTrace, seed), []byte(strings.Join(r.Trace, "\n")+"\n"), 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+		r.Trace = nil
 		total.Add(r.Figures)
 		for i, v := range r.Violations {
 			if i == 5 && *simSeed < 0 {

@@ -26,7 +26,8 @@
 //   - The waiter (judge_outage.go): a claim whose session expired before
 //     the earliest possible server time at the judgement, as without a
 //     grace, is marked dead only if Dead holds too, on evidence read
-//     before the session: this engine's own sessions' stamps, and, unless
+//     before the session: this engine's own sessions' stamps, as the
+//     store holds them (O2), and, unless
 //     they decide, the store's record since x − H. Otherwise it is live,
 //     and its waiter looks again TTL/8 later. A reader (a Client's
 //     Queue) reads the record before the sessions too (ReadEvidence), and
@@ -69,7 +70,11 @@
 //	     renewals), and cleaners delete only documents expired an hour,
 //	     far past MaxGrace.
 //	(O2) A waiter's evidence was committed before its session read ℓ1:
-//	     its own stamps came back in replies before it was sent, and the
+//	     its own is what its sessions' confirmed renewals wrote (the spans
+//	     each sent, its stamp apart: never the newest stamp merged into
+//	     them, which the store holds only once the next renewal lands,
+//	     and which under the break of a claim with a shorter TTL would
+//	     bridge a gap the stored record shows), and the
 //	     store's record is answered before it is sent
 //	     (driver.UptimeStore.ReadUptime reads only writes the store will
 //	     not roll back). If ℓ1 landed before the owner's renewal s_r did

@@ -12,8 +12,8 @@ import (
 // without a grace) and the record proves it dead: Dead(evidence, x, Ê),
 // with Ê the session's highest expiry known after its read and x = Ê − TTL.
 // The evidence is read before the session is: first this engine's own
-// sessions' stamps (in memory: the store applied each before its reply
-// came), and only if those do not decide, the store's record since
+// sessions' stamps (in memory: what their confirmed renewals wrote, so
+// what the store holds: ownStamps), and only if those do not decide, the store's record since
 // Since(x) of the expiry known before the session read (a read since an
 // earlier time holds all a later one would). A claim not proven dead is
 // live: its waiter looks again a while later (lookAgain), when more of the

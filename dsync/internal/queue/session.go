@@ -48,6 +48,7 @@ type renewal struct {
 	sentAt   time.Duration // local monotonic: when it was sent
 	confirmd time.Time     // the highest expiry the store confirmed
 	up       []UpSpan      // the stamps its renewals got back, merged (session_uptime.go)
+	stored   []UpSpan      // the part of up the store is known to hold (session_uptime.go)
 	// confirms are the newest confirmed opens and renewals, by reply
 	// (resume.go: the expiries its owner's lease counted).
 	confirms []confirmed

@@ -43,6 +43,7 @@ func (s *sessions) renewDoc(ctx context.Context, r *renewal, id string, expires 
 	if err == nil && found {
 		s.mu.Lock()
 		r.up = addStamp(r.up, stamp, r.ttl/2)
+		r.stored = append(slices.Clip(up), UpSpan{From: stamp, To: stamp})
 		s.mu.Unlock()
 	}
 	return found, err
@@ -82,8 +83,10 @@ func addStamp(up []UpSpan, stamp time.Time, brk time.Duration) []UpSpan {
 // OwnUptime returns the record of up-time that session's renewals got
 // back from the store, merged under its break: nil if the engine keeps
 // none (no grace, or a store without the record), or did not open the
-// session, or has forgotten it (unrenewed for two TTLs). It is evidence
-// for the outage rule: every stamp in it was applied by the store.
+// session, or has forgotten it (unrenewed for two TTLs). It is the
+// record the session's next renewal sends: every stamp in it was applied
+// by the store, but its newest stamp merged into the spans is not in the
+// store yet, so the outage rule judges on ownStamps instead.
 func (s *sessions) OwnUptime(session string) []UpSpan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -97,15 +100,26 @@ func (s *sessions) OwnUptime(session string) []UpSpan {
 // has none, or the store keeps no record of up-time.
 func (s *sessions) Grace() time.Duration { return s.grace }
 
-// ownStamps returns the stamps every session this engine keeps got back
-// from the store (OwnUptime's, of all of them): evidence for the outage
-// rule, whichever claim it judges (judge_outage.go).
+// ownStamps returns the evidence of every session this engine keeps that
+// the store is known to hold: for each, the record its last confirmed
+// renewal wrote (the spans it sent, and the stamp it got back, apart).
+// It is evidence for the outage rule, whichever claim it judges
+// (judge_outage.go, resume.go), because the store holds it: a waiter's
+// verdict must rest on evidence that the owner's check, reading the
+// store after its renewal landed, reads too (doc_outage.go, O2).
+//
+// It is not OwnUptime: that one merges the newest stamp into the spans
+// under the session's break, and the store holds that merge only once
+// the next renewal lands. Under the break of a claim with a shorter TTL
+// the merged span bridges a gap the stored record shows: a waiter
+// judging on it found dead the session of an owner whose check, on the
+// stored record, resumed (TestWaiterEvidenceIsStored).
 func (s *sessions) ownStamps() []UpSpan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []UpSpan
 	for _, r := range s.renewals {
-		out = append(out, r.up...)
+		out = append(out, r.stored...)
 	}
 	return out
 }

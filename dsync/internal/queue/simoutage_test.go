@@ -315,9 +315,13 @@ func (o *simOutage) dead(s *sim, d queue.Doc) {
 
 // recordDead reports whether the store's record of up-time proves the
 // session of claim d dead, its expiry being exp (the outage rule on all of
-// the record): true for a claim without a grace, judged by its expiry.
+// the record): true for a claim without a grace or a TTL, judged by its
+// expiry.
 func (sv *server) recordDead(d queue.Doc, exp time.Time) bool {
-	if d.Grace <= 0 {
+	if d.Grace <= 0 || d.TTL <= 0 {
+		// Judged by expiry alone, as the engine judges it: a claim
+		// inserted in a session its engine no longer knows carries no
+		// TTL, but the engine's grace.
 		return true
 	}
 	var ev []queue.UpSpan
