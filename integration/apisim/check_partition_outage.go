@@ -56,8 +56,8 @@ func checkPartitionOutages(h *History, ms []membership, byShard [][]*Term, settl
 
 // partitionChanged reports whether anything but outage o changed the
 // partition in [from, to]: a member joined, left or crashed, a process
-// suffered a fault, the operator emptied the collections, another
-// outage came.
+// suffered a fault, a shard's run stalled or its stalled function
+// returned, the operator emptied the collections, another outage came.
 func partitionChanged(h *History, ms []membership, o Outage, from, to time.Time) bool {
 	in := func(t time.Time) bool { return !t.Before(from) && !t.After(to) }
 	for _, m := range ms {
@@ -70,6 +70,14 @@ func partitionChanged(h *History, ms []membership, o Outage, from, to time.Time)
 			continue
 		}
 		if !pf.To.Before(from) && !pf.From.After(to) {
+			return true
+		}
+	}
+	// A run of a shard that stalls has its shard assigned elsewhere, and
+	// back once its function returns (leader's avoids): either moves a
+	// shard, whoever owned it going into the outage.
+	for _, t := range h.Terms {
+		if t.Stalled && (in(t.Lost) || in(t.End)) {
 			return true
 		}
 	}

@@ -84,6 +84,8 @@ func TestPartitionOutageSimulation(t *testing.T) {
 		longtest.Skip(t)
 		n = 50
 	}
+	tracing = *simTrace != ""
+	defer func() { tracing = false }()
 	var total Figures
 	var part PartitionFigures
 	start := time.Now()
@@ -92,6 +94,12 @@ func TestPartitionOutageSimulation(t *testing.T) {
 			continue
 		}
 		r, f, _ := simulatePartitionOutages(t, seed)
+		if r.Trace != nil && len(r.Violations) > 0 {
+			if err := os.WriteFile(fmt.Sprintf("%s.%d", *simTrace, seed), []byte(strings.Join(r.Trace, "\n")+"\n"), 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+		r.Trace = nil
 		total.Add(r.Figures)
 		part.Add(f)
 		for i, v := range r.Violations {

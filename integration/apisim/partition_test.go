@@ -17,6 +17,7 @@ var (
 	partSeeds  = flag.Int("apisim.partseeds", 0, "partition simulation: seeds to run (default 100 with DSYNC_LONG=1, else 20)")
 	partShards = flag.Int("apisim.shards", 0, "partition simulation: shards (default 6 on odd seeds, 8 on even)")
 	partCalm   = flag.Bool("apisim.calm", false, "partition simulation: every seed calm, so that each is judged for liveness (default: half)")
+	partOutage = flag.Bool("apisim.partoutage", false, "TestPartitionDebugSeed: run the seed as TestPartitionOutageSimulation does (store outages, calm and steady)")
 )
 
 // partitionCalm reports whether seed runs calm: half the seeds, or all
@@ -127,6 +128,11 @@ func TestPartitionDebugSeed(t *testing.T) {
 			writes []string
 		)
 		ps := &PartitionSim{Shards: 6 + 2*int(seed%2), Calm: partitionCalm(seed), Drains: partitionDrains(seed), Progress: partitionProgress(seed)}
+		opts, rate := Options{Duration: *simDur, Calm: ps.Calm}, 0.3
+		if *partOutage { // as simulatePartitionOutages
+			ps.Calm, ps.Drains = true, false
+			opts, rate = Options{Duration: *simDur, Calm: true, Outages: true, Steady: true}, 0.05
+		}
 		if *partShards > 0 {
 			ps.Shards = *partShards
 		}
@@ -137,7 +143,8 @@ func TestPartitionDebugSeed(t *testing.T) {
 		}
 		var w *world
 		synctest.Test(t, func(t *testing.T) {
-			w = debugWorld(seed, Options{Duration: *simDur, Actors: []Actor{ps.Actor(0.3)}, Calm: ps.Calm})
+			opts.Actors = []Actor{ps.Actor(rate)}
+			w = debugWorld(seed, opts)
 		})
 		r := Report{History: &w.hist}
 		vs, _ := ps.CheckFigures(r.History)

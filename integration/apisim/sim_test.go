@@ -17,7 +17,7 @@ var (
 	simSeed  = flag.Int64("apisim.seed", -1, "public-API simulation: run only this seed, and show its violations in full")
 	simDur   = flag.Duration("apisim.duration", 0, "public-API simulation: fake time simulated per seed (default 30s)")
 	simTries = flag.Int("apisim.tries", 30, "TestDebugSeed: runs of -apisim.seed until one breaks a promise")
-	simTrace = flag.String("apisim.trace", "", "TestDebugSeed: write the breaking run's trace (trace.go) to this file; TestSimulation: each breaking seed's, to this file with the seed appended")
+	simTrace = flag.String("apisim.trace", "", "TestDebugSeed: write the breaking run's trace (trace.go) to this file; TestSimulation and the outage simulations: each breaking seed's, to this file with the seed appended")
 )
 
 // seeds is the seeds of a run: -apisim.seed alone, or the first
