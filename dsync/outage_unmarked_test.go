@@ -2,28 +2,25 @@ package dsync_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"testing/synctest"
 	"time"
 )
 
-// TestOutageRelockBesideFreshSession reproduces a defect found by the
-// public-API simulation's outages (integration/apisim,
-// -apisim.strictrecord): another process tries to open a session in an
-// outage of the whole store in which requests land when it ends (a server
-// stopped by SIGSTOP), and gives up; its open lands at the store's
-// return, and that session document keeps no record of up-time and is
-// never written again. Each resume check of the holder then finds a
-// session document unexpired since the outage without the record
-// (queue's Suspension.Check: ResumeWait), until the record proves the
-// holder dead a TTL after the store's return: its re-lock fails although
-// the outage, shorter than the grace, did not end its hold. It fails
-// today; DSYNC_KNOWN_DEFECT=1 runs it.
+// TestOutageRelockBesideFreshSession: another process tries to open a
+// session in an outage of the whole store in which requests land when it
+// ends (a server stopped by SIGSTOP), and gives up; its open lands at the
+// store's return, and that session document is never written again. The
+// holder's re-lock must get its hold back: the document was inserted
+// marked as a record-keeper's (driver.UptimeStore.InsertSessionUp), so no
+// resume check waits on it. Before, an engine marked a document by
+// renewing it after its insert, and this one, never renewed, held up
+// every resume check (queue's Suspension.Check: ResumeWait) until the
+// record proved the holder dead a TTL after the store's return: the
+// re-lock failed although the outage, shorter than the grace, had not
+// ended the hold (found by the public-API simulation's outages,
+// integration/apisim).
 func TestOutageRelockBesideFreshSession(t *testing.T) {
-	if os.Getenv("DSYNC_KNOWN_DEFECT") == "" {
-		t.Skip("a known defect (a session opened just before an outage holds up every resume): DSYNC_KNOWN_DEFECT=1 runs it")
-	}
 	synctest.Test(t, func(t *testing.T) {
 		w := newOutageWorld(3, outGrace)
 		defer w.close()

@@ -19,9 +19,9 @@ type Uptime struct {
 	// that RenewSessionUp wrote, in no order.
 	Spans []UpSpan
 	// Unmarked: a session document whose expiry was at or after the
-	// read's since was not written by RenewSessionUp: a document of a
-	// dsync that keeps no record, or a generation inserted and not yet
-	// renewed through this role.
+	// read's since was written by neither RenewSessionUp nor
+	// InsertSessionUp: a document of a dsync that keeps no record (which
+	// judges sessions by their expiry alone).
 	Unmarked bool
 }
 
@@ -52,15 +52,21 @@ type UptimeStore interface {
 	// renewal applied after another's is not earlier, unless that clock
 	// was stepped back.
 	RenewSessionUp(ctx context.Context, id string, gen int, expires time.Time, up []UpSpan) (applied time.Time, found bool, err error)
+	// InsertSessionUp does what Store.InsertSession does, and in the same
+	// write marks the document as written by this role, with an empty
+	// record and no stamp: the document of a writer that keeps the record,
+	// which ReadUptime does not count as unmarked even if no renewal of it
+	// ever lands (an insert whose writer gave it up, landing late).
+	InsertSessionUp(ctx context.Context, sess Session) error
 	// ReadUptime returns, of every session document RenewSessionUp wrote,
 	// the spans of its up-time record and its stamp that end at or after
 	// since (it may return some that end earlier too), and whether a
-	// session document whose expiry is at or after since was not written
-	// by RenewSessionUp. It reads only writes that the store will not
-	// roll back (on a replica set, at majority read concern), and every
-	// write the store had applied before a renewal that this store saw
-	// acknowledged before the read was sent: a caller that needs the
-	// evidence others wrote before some moment renews, and then reads.
-	// It writes nothing.
+	// session document whose expiry is at or after since was written by
+	// neither RenewSessionUp nor InsertSessionUp. It reads only writes
+	// that the store will not roll back (on a replica set, at majority
+	// read concern), and every write the store had applied before a
+	// renewal (or InsertSessionUp) that this store saw acknowledged
+	// before the read was sent: a caller that needs the evidence others
+	// wrote before some moment renews, and then reads. It writes nothing.
 	ReadUptime(ctx context.Context, since time.Time) (Uptime, error)
 }

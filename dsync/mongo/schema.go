@@ -113,8 +113,9 @@ type sessionDoc struct {
 	PID       int       `bson:"pid"`
 	Started   time.Time `bson:"started"`
 	Seen      time.Time `bson:"seen,omitempty"` // the server's time at the last renewal
-	// Written by RenewSessionUp only (sessions_uptime.go): the writer's
-	// record of up-time, and the mark that it keeps one (upVersion).
+	// Written by RenewSessionUp, and V by InsertSessionUp too
+	// (sessions_uptime.go): the writer's record of up-time, and the mark
+	// that it keeps one (upVersion).
 	Up []upSpanDoc `bson:"up,omitempty"`
 	V  int         `bson:"v,omitempty"`
 }

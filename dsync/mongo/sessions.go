@@ -54,9 +54,15 @@ type sessionStore struct {
 
 // InsertSession is the Store's (driver.Store): one insert.
 func (ss *sessionStore) InsertSession(ctx context.Context, sess driver.Session) error {
+	return ss.insert(ctx, sess, 0)
+}
+
+// insert inserts sess's document with version v (upVersion: marked as a
+// writer's that keeps the record of up-time, InsertSessionUp; 0: none).
+func (ss *sessionStore) insert(ctx context.Context, sess driver.Session, v int) error {
 	err := ss.writer.write(ctx, "session", func(ctx context.Context) error {
 		_, err := ss.coll.InsertOne(ctx, sessionDoc{
-			ID: sessionDocID(sess.ID, sess.Gen), ExpiresAt: sess.ExpiresAt, Host: ss.cfg.host, PID: ss.cfg.pid, Started: ss.clock.now(),
+			ID: sessionDocID(sess.ID, sess.Gen), ExpiresAt: sess.ExpiresAt, Host: ss.cfg.host, PID: ss.cfg.pid, Started: ss.clock.now(), V: v,
 		})
 		return err
 	})

@@ -29,10 +29,17 @@ import (
 // the time it landed: a true stamp, later than any it replaces; it adds
 // evidence, and fills no gap of the past.
 
-// upVersion marks a session document written by RenewSessionUp: its
-// "seen" and "up" are a record of up-time. A document without it was
-// written by a dsync that keeps none, or inserted and not yet renewed so.
+// upVersion marks a session document written by RenewSessionUp or
+// inserted by InsertSessionUp: its "seen" and "up" are a record of
+// up-time (none yet after the insert). A document without it was written
+// by a dsync that keeps none.
 const upVersion = 2
+
+// InsertSessionUp implements driver.UptimeStore: InsertSession's one
+// insert, with "v" set to upVersion (and no "up" or "seen" yet).
+func (s *Store) InsertSessionUp(ctx context.Context, sess driver.Session) error {
+	return s.sessions.insert(ctx, sess, upVersion)
+}
 
 // RenewSessionUp implements driver.UptimeStore: RenewSession's one
 // findAndModify by _id, that also sets "up" and "v", and returns "seen"

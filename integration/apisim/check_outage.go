@@ -115,47 +115,7 @@ func checkRelockErr(h *History, r *Relock, hs []*Hold) (Violation, bool) {
 	if creditedDead(h, exp, ttl, by) || cutWithin(h, r.Proc, back, by) {
 		return Violation{}, false // proven dead, or cut off again before it could resume
 	}
-	if ExemptUnmarked && unmarkedIn(h, exp.Add(-ttl-ttl/2), by) {
-		return Violation{}, false
-	}
 	return Violation{PromiseRelock, fmt.Sprintf("re-lock after %v (deadline %v) returned at %v, though the store's record showed no end by %v (faults %s): %v", r.Lost, r.Lost.Deadline.Format(tf), r.Return.Format(tf), by.Format(tf), faultsWithin(h, r.Proc, from, r.Return), r.Err)}, true
-}
-
-// ExemptUnmarked exempts from PromiseRelock a re-lock whose resume check
-// may have waited on a session document that keeps no record of up-time
-// (unmarkedIn): the check waits while one unexpired since the outage is
-// in the store (its rule for a dsync that keeps no record), and a session
-// opened shortly before an outage, or one whose open lands late, leaves
-// one that nobody renews again, so the holder is not taken back although
-// the outage did not end its hold (a liveness defect, not a safety one:
-// nobody else holds). TestOutageSimulation turns it off with
-// -apisim.strictrecord.
-var ExemptUnmarked = true
-
-// unmarkedIn reports whether the store held, at by, a session document
-// with an expiry at or after since that no RenewSessionUp had written:
-// one opened after the last emptying, and of which no stamp landed by by.
-func unmarkedIn(h *History, since, by time.Time) bool {
-	var emptied time.Time
-	for _, f := range h.ProcFaults {
-		if f.Proc == -1 && f.Kind == "sessions emptied" && !f.From.After(by) {
-			emptied = maxTime(emptied, f.From)
-		}
-	}
-	if e, ok := h.lastEmptying(by); ok {
-		emptied = maxTime(emptied, e)
-	}
-	for _, o := range h.Opens {
-		if o.At.After(by) || !o.At.After(emptied) || o.Expires.Before(since) {
-			continue
-		}
-		if !slices.ContainsFunc(h.Stamps, func(s Stamp) bool {
-			return s.Session == o.Session && s.Gen == o.Gen && !s.At.After(by)
-		}) {
-			return true
-		}
-	}
-	return false
 }
 
 // resumeSlack is how soon after the store answers it again a suspended

@@ -40,11 +40,8 @@ func checkPartitionOutages(h *History, ms []membership, byShard [][]*Term, settl
 				if t == owner || !t.Start.After(owner.Start) || t.Start.After(to) {
 					continue
 				}
-				// The owner's term is taken back, unless a session
-				// document without the record held up its resume
-				// (ExemptUnmarked): then the owner campaigns anew.
-				anew := t.Member == owner.Member && ExemptUnmarked && unmarkedIn(h, o.From.Add(-2*maxTTL), to)
-				if t.Member != owner.Member || t.Token != owner.Token && !anew {
+				// The owner's term is taken back.
+				if t.Member != owner.Member || t.Token != owner.Token {
 					vs = append(vs, Violation{PromisePartitionStays, fmt.Sprintf("shard %d: %v ran after the outage [%v, %v] ended %v", s, t, o.From.Format(tf), o.To.Format(tf), owner)})
 				}
 				break

@@ -28,7 +28,7 @@ func TestHeldReads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(1)
 		now := time.Now()
-		if err := w.sess.insert(driver.Session{ID: "live", Gen: 1, ExpiresAt: now.Add(2 * time.Second)}); err != nil {
+		if err := w.sess.insert(driver.Session{ID: "live", Gen: 1, ExpiresAt: now.Add(2 * time.Second)}, false); err != nil {
 			t.Fatal(err)
 		}
 		readClaim(t, w, "a", 1, "live", driver.Shared, now.Add(-time.Second))      // held by its session
@@ -68,7 +68,7 @@ func TestEmptyWaitsForHeldRead(t *testing.T) {
 		w := newWorld(1)
 		start := time.Now()
 		expires := start.Add(2 * time.Second)
-		if err := w.sess.insert(driver.Session{ID: "paused", Gen: 1, ExpiresAt: expires}); err != nil {
+		if err := w.sess.insert(driver.Session{ID: "paused", Gen: 1, ExpiresAt: expires}, false); err != nil {
 			t.Fatal(err)
 		}
 		readClaim(t, w, "r", 1, "paused", driver.Shared, start.Add(time.Second))
@@ -86,7 +86,7 @@ func TestEmptyWaitsForHeldRead(t *testing.T) {
 		// A claim whose session is renewed throughout.
 		w = newWorld(1)
 		start = time.Now()
-		if err := w.sess.insert(driver.Session{ID: "running", Gen: 1, ExpiresAt: start.Add(maxTTL)}); err != nil {
+		if err := w.sess.insert(driver.Session{ID: "running", Gen: 1, ExpiresAt: start.Add(maxTTL)}, false); err != nil {
 			t.Fatal(err)
 		}
 		readClaim(t, w, "r", 1, "running", driver.Shared, start.Add(time.Second))

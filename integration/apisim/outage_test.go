@@ -12,10 +12,7 @@ import (
 	"github.com/go-dsync/dsync/internal/testbed/longtest"
 )
 
-var (
-	outageSeeds  = flag.Int("apisim.outageseeds", 0, "public-API simulation with store outages: seeds to run (default 4; 200 with DSYNC_LONG)")
-	strictRecord = flag.Bool("apisim.strictrecord", false, "TestOutageSimulation: judge re-locks whose resume check may have waited on a session document without the record of up-time (ExemptUnmarked off)")
-)
+var outageSeeds = flag.Int("apisim.outageseeds", 0, "public-API simulation with store outages: seeds to run (default 4; 200 with DSYNC_LONG)")
 
 // simulateOutages runs one outage seed (Options.Outages) in a bubble of
 // its own; odd seeds are calm.
@@ -40,8 +37,6 @@ func TestOutageSimulation(t *testing.T) {
 			n = 200
 		}
 	}
-	ExemptUnmarked = !*strictRecord
-	defer func() { ExemptUnmarked = true }()
 	tracing = *simTrace != ""
 	defer func() { tracing = false }()
 	var total Figures

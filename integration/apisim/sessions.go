@@ -21,7 +21,7 @@ func newSessions() *sessions {
 	return &sessions{gens: make(map[string]map[int]time.Time), ups: make(map[string]map[int]upDoc)}
 }
 
-func (s *sessions) insert(sess driver.Session) error {
+func (s *sessions) insert(sess driver.Session, marked bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g := s.gens[sess.ID]
@@ -33,6 +33,12 @@ func (s *sessions) insert(sess driver.Session) error {
 		return driver.ErrExists
 	}
 	g[sess.Gen] = sess.ExpiresAt
+	if marked { // InsertSessionUp: a record-keeper's, with no record yet
+		if s.ups[sess.ID] == nil {
+			s.ups[sess.ID] = make(map[int]upDoc)
+		}
+		s.ups[sess.ID][sess.Gen] = upDoc{}
+	}
 	return nil
 }
 

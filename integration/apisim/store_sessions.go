@@ -12,12 +12,18 @@ import (
 
 // InsertSession implements driver.Store.
 func (s *procStore) InsertSession(ctx context.Context, sess driver.Session) error {
+	return s.insertSession(ctx, sess, false)
+}
+
+// insertSession inserts sess's document, marked as a writer's of the
+// record of up-time if marked (InsertSessionUp).
+func (s *procStore) insertSession(ctx context.Context, sess driver.Session, marked bool) error {
 	var err error
 	rerr := s.request(ctx, "insert-session", func(plan) {
-		err = s.p.w.sess.insert(sess)
-		s.p.w.tracef("%s insert-session %s gen %d exp %s: %v", s.name(), sess.ID, sess.Gen, sess.ExpiresAt.Format(tf), err)
+		err = s.p.w.sess.insert(sess, marked)
+		s.p.w.tracef("%s insert-session %s gen %d exp %s marked %v: %v", s.name(), sess.ID, sess.Gen, sess.ExpiresAt.Format(tf), marked, err)
 		if err == nil {
-			s.p.w.opened(sess)
+			s.p.w.opened(sess, marked)
 		}
 	}, func(sent time.Time) {
 		if err == nil {

@@ -63,7 +63,9 @@ func (s *sessions) readUp(since time.Time) driver.Uptime {
 			for _, sp := range d.up {
 				keep(sp)
 			}
-			keep(driver.UpSpan{From: d.stamp, To: d.stamp})
+			if !d.stamp.IsZero() { // zero: inserted marked, not renewed yet
+				keep(driver.UpSpan{From: d.stamp, To: d.stamp})
+			}
 		}
 	}
 	return out
@@ -92,6 +94,11 @@ func (s *procStore) RenewSessionUp(ctx context.Context, id string, gen int, expi
 	return stamp, found, nil
 }
 
+// InsertSessionUp implements driver.UptimeStore.
+func (s *procStore) InsertSessionUp(ctx context.Context, sess driver.Session) error {
+	return s.insertSession(ctx, sess, true)
+}
+
 // ReadUptime implements driver.UptimeStore.
 func (s *procStore) ReadUptime(ctx context.Context, since time.Time) (driver.Uptime, error) {
 	var out driver.Uptime
@@ -115,13 +122,15 @@ type Stamp struct {
 	Expires time.Time
 }
 
-// Open is a session document inserted (InsertSession), which keeps no
-// record of up-time until a RenewSessionUp of it lands.
+// Open is a session document inserted: by InsertSession, which keeps no
+// record of up-time until a RenewSessionUp of it lands, or marked, by
+// InsertSessionUp.
 type Open struct {
 	At      time.Time
 	Session string
 	Gen     int
 	Expires time.Time
+	Marked  bool
 }
 
 // stamped tells the oracle that the store applied a renewal of session
@@ -134,11 +143,11 @@ func (w *world) stamped(p *proc, id string, gen int, at, expires time.Time) {
 
 // opened tells the oracle that a session document was inserted (in an
 // outage run).
-func (w *world) opened(sess driver.Session) {
+func (w *world) opened(sess driver.Session, marked bool) {
 	if w.grace == 0 {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.hist.Opens = append(w.hist.Opens, Open{At: time.Now(), Session: sess.ID, Gen: sess.Gen, Expires: sess.ExpiresAt})
+	w.hist.Opens = append(w.hist.Opens, Open{At: time.Now(), Session: sess.ID, Gen: sess.Gen, Expires: sess.ExpiresAt, Marked: marked})
 }

@@ -366,17 +366,28 @@ func (s *uptimeStore) RenewSessionUp(ctx context.Context, id string, gen int, ex
 	return applied, found, err
 }
 
+// InsertSessionUp records an insert of a session document marked through
+// the record of up-time, as recordingStore.InsertSession does.
+func (s *uptimeStore) InsertSessionUp(ctx context.Context, sess driver.Session) error {
+	return s.rec.insertSession(sess, func() error { return s.UptimeStore.InsertSessionUp(ctx, sess) })
+}
+
 // InsertSession: generation 0 opens a session; a later one is a renewal
 // (after one of unknown outcome).
 func (s *recordingStore) InsertSession(ctx context.Context, sess driver.Session) error {
-	sent := s.rec.firstSent(sess.ID, sess.ExpiresAt, s.rec.sendTime(sess.ExpiresAt, s.rec.now()))
-	err := s.Store.InsertSession(ctx, sess)
+	return s.rec.insertSession(sess, func() error { return s.Store.InsertSession(ctx, sess) })
+}
+
+// insertSession records the insert of sess's document that insert sends.
+func (r *recorder) insertSession(sess driver.Session, insert func() error) error {
+	sent := r.firstSent(sess.ID, sess.ExpiresAt, r.sendTime(sess.ExpiresAt, r.now()))
+	err := insert()
 	switch {
 	case err != nil:
 	case sess.Gen == 0:
-		s.rec.opened(sess.ID, sent, s.rec.now())
+		r.opened(sess.ID, sent, r.now())
 	default:
-		s.rec.renewed(sess.ID, sent, s.rec.now())
+		r.renewed(sess.ID, sent, r.now())
 	}
 	return err
 }

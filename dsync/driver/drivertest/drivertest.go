@@ -185,6 +185,7 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("Deadlocks", s.testDeadlocks)
 	t.Run("UptimeStamps", s.testUptimeStamps)
 	t.Run("UptimeRead", s.testUptimeRead)
+	t.Run("UptimeInsert", s.testUptimeInsert)
 }
 
 // store opens a fresh store and prepares it (twice: a second Prepare must

@@ -11,6 +11,13 @@ import (
 
 // InsertSession implements driver.Store.
 func (s *Store) InsertSession(ctx context.Context, sess driver.Session) error {
+	return s.insertSession(ctx, sess, false)
+}
+
+// insertSession inserts sess's document, marked as written through the
+// record of up-time (with an empty record, uptime.go) if marked; a
+// hook sees either as an "InsertSession".
+func (s *Store) insertSession(ctx context.Context, sess driver.Session, marked bool) error {
 	var exists bool
 	if err := s.do(ctx, Call{Op: "InsertSession", Write: true, Session: sess}, func() {
 		s.mu.Lock()
@@ -20,8 +27,15 @@ func (s *Store) InsertSession(ctx context.Context, sess driver.Session) error {
 			gens = make(map[int]time.Time)
 			s.sessions[sess.ID] = gens
 		}
-		if _, exists = gens[sess.Gen]; !exists {
-			gens[sess.Gen] = sess.ExpiresAt
+		if _, exists = gens[sess.Gen]; exists {
+			return
+		}
+		gens[sess.Gen] = sess.ExpiresAt
+		if marked {
+			if s.uptime[sess.ID] == nil {
+				s.uptime[sess.ID] = make(map[int]upDoc)
+			}
+			s.uptime[sess.ID][sess.Gen] = upDoc{}
 		}
 	}); err != nil {
 		return err

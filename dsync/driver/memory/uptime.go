@@ -14,7 +14,8 @@ import (
 
 // upDoc is what RenewSessionUp wrote to one session document: the
 // up-time record it sent, and the stamp of its write. A document that has
-// one was written by the role (it is marked).
+// one was written by the role (it is marked); InsertSessionUp gives one
+// without a record or a stamp.
 type upDoc struct {
 	up    []driver.UpSpan
 	stamp time.Time
@@ -63,6 +64,12 @@ func (r roles) RenewSessionUp(ctx context.Context, id string, gen int, expires t
 	return stamp, found, nil
 }
 
+// InsertSessionUp implements driver.UptimeStore: InsertSession, the
+// document marked, in the same step.
+func (r roles) InsertSessionUp(ctx context.Context, sess driver.Session) error {
+	return r.s.insertSession(ctx, sess, true)
+}
+
 // ReadUptime implements driver.UptimeStore: exactly the spans and stamps
 // that end at or after since. Every write it reads has landed for good.
 func (r roles) ReadUptime(ctx context.Context, since time.Time) (driver.Uptime, error) {
@@ -79,7 +86,9 @@ func (r roles) ReadUptime(ctx context.Context, since time.Time) (driver.Uptime, 
 					continue
 				}
 				out.Spans = appendSince(out.Spans, since, d.up...)
-				out.Spans = appendSince(out.Spans, since, driver.UpSpan{From: d.stamp, To: d.stamp})
+				if !d.stamp.IsZero() { // zero: inserted marked, not renewed yet
+					out.Spans = appendSince(out.Spans, since, driver.UpSpan{From: d.stamp, To: d.stamp})
+				}
 			}
 		}
 	}); err != nil {

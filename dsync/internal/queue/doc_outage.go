@@ -134,12 +134,14 @@
 // its hold at its deadline in the outage and does not suspend (an owner
 // that keeps no record, or retires as without a grace) stays unended that
 // long too. A suspended owner's check waits while any session document
-// unexpired since x_o − H keeps no record. An engine with a grace renews
-// each session document it inserts (an open, a generation after a
-// renewal of unknown outcome) with the record at once, one more write
-// each; a document whose process stopped, or lost that write, in between
-// keeps every check whose window it falls in waiting until its owner
-// gives up, which then loses the hold. A reader remembers a claim it found
+// unexpired since x_o − H is unmarked: one of a process that keeps no
+// record (a dsync without a grace, or older), whose waiters judge by
+// expiry alone, which then loses the hold once its owner gives up. An
+// engine with a grace inserts each session document (an open, a
+// generation after a renewal of unknown outcome) marked, in the insert
+// itself (driver.UptimeStore.InsertSessionUp): an insert it gave up that
+// lands late, after an outage, and is never renewed holds up no check. A
+// marked document carries no stamp until its first renewal. A reader remembers a claim it found
 // expired for the grace longer (ReadExpired): a suspended owner renews
 // its session, raising its expiry, until its check finds it dead. The record holds only the renewals of processes
 // that keep it: a waiter whose own engine has no grace adds no stamps, so

@@ -73,8 +73,8 @@ func (r *renewal) nextExpiry(now Interval, mono time.Duration) time.Time {
 }
 
 // OpenSession creates a session valid until ttl after the latest possible
-// server time at sending (with an outage grace, and renews it with the
-// record of up-time at once: markInserted). The caller's local deadline for it counts from
+// server time at sending (with an outage grace, marked as kept by a writer
+// of the record of up-time: insertDoc). The caller's local deadline for it counts from
 // sent, the local monotonic time at sending. On error the session must not
 // be used: it may exist or not.
 func (s *sessions) OpenSession(ctx context.Context, ttl time.Duration) (id string, sent time.Duration, err error) {
@@ -88,10 +88,9 @@ func (s *sessions) OpenSession(ctx context.Context, ttl time.Duration) (id strin
 	expires := r.nextExpiry(s.clock.ServerNow(), sent)
 	r.last = sent
 	s.mu.Unlock()
-	if err := s.store.InsertSession(ctx, Session{ID: id, ExpiresAt: expires}); err != nil {
+	if err := s.insertDoc(ctx, Session{ID: id, ExpiresAt: expires}); err != nil {
 		return "", 0, err
 	}
-	s.markInserted(ctx, r, id, expires)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for other, o := range s.renewals {
@@ -171,11 +170,10 @@ func (s *sessions) renew(ctx context.Context, r *renewal, id string, expires tim
 		}
 		r.gen, r.insert = r.gen+1, true
 	}
-	err := s.store.InsertSession(ctx, Session{ID: id, Gen: r.gen, ExpiresAt: expires})
+	err := s.insertDoc(ctx, Session{ID: id, Gen: r.gen, ExpiresAt: expires})
 	switch {
 	case err == nil:
 		r.insert = false
-		s.markInserted(ctx, r, id, expires)
 		return true, nil
 	case errors.Is(err, ErrExists):
 		// An earlier insert of this generation landed, with an older

@@ -49,21 +49,19 @@ func (s *sessions) renewDoc(ctx context.Context, r *renewal, id string, expires 
 	return found, err
 }
 
-// markInserted renews the document of r's generation, just inserted with
-// expires, through the record of up-time, if the engine keeps it: a
-// document inserted carries no record until its next renewal, and a
-// resume check waits while any document unexpired since the outage lacks
-// one (Suspension.Check), which after an outage is every generation
-// inserted after a renewal of unknown outcome. A failure leaves that
-// document to the next generation, as any renewal of unknown outcome
-// does; the insert confirmed the expiry either way. r.mu is held.
-func (s *sessions) markInserted(ctx context.Context, r *renewal, id string, expires time.Time) {
+// insertDoc inserts a document of a session (its open, or a generation
+// after a renewal of unknown outcome), marked through the record of
+// up-time if the engine keeps it (driver.UptimeStore.InsertSessionUp): a
+// resume check waits while any session document unexpired since the
+// outage is unmarked (a document of a dsync that judges by expiry alone,
+// Suspension.Check), and an insert this engine gave up may land late,
+// after the outage, and never be renewed. Marked in the insert itself, it
+// holds up no check; it carries no stamp until its first renewal.
+func (s *sessions) insertDoc(ctx context.Context, sess Session) error {
 	if s.uptime == nil {
-		return
+		return s.store.InsertSession(ctx, sess)
 	}
-	if _, err := s.renewDoc(ctx, r, id, expires); err != nil {
-		r.gen, r.insert = r.gen+1, true
-	}
+	return s.uptime.InsertSessionUp(ctx, sess)
 }
 
 // addStamp merges stamp into up under the break brk, and drops the spans

@@ -157,17 +157,17 @@ func TestSessionKeepsStamps(t *testing.T) {
 		renewAfter(500*time.Millisecond, false)
 		renewAfter(1500*time.Millisecond, false) // a gap above TTL/2, below the TTL
 		renewAfter(500*time.Millisecond, false)
-		// (The open's stamp at t0: an inserted document is renewed with
-		// the record at once.)
-		want := []queue.UpSpan{{From: t0, To: t0.Add(time.Second)}, {From: t0.Add(2500 * time.Millisecond), To: t0.Add(3 * time.Second)}}
+		// (No stamp at t0: the open inserts its document marked, with no
+		// record, and the first stamp is its first renewal's.)
+		want := []queue.UpSpan{{From: t0.Add(500 * time.Millisecond), To: t0.Add(time.Second)}, {From: t0.Add(2500 * time.Millisecond), To: t0.Add(3 * time.Second)}}
 		if own := e.OwnUptime(sess); !slices.Equal(own, want) {
 			t.Errorf("OwnUptime = %v, want %v", own, want)
 		}
 
 		// The reply of the next renewal is lost: its stamp is in the store
 		// (generation 0's seen), not in the engine's record; the renewal
-		// goes on to generation 1, inserted and at once renewed with the
-		// record (so never unmarked once the renewal returns).
+		// goes on to generation 1, inserted marked (so never unmarked),
+		// whose first stamp is the next renewal's.
 		loseNext, exact = true, false
 		renewAfter(500*time.Millisecond, false)
 		renewAfter(500*time.Millisecond, false)

@@ -418,6 +418,12 @@ func (n net) DropGates(ctx context.Context, below int64, sentBefore time.Time) (
 // applied at once can lose the higher expiry.
 
 func (n net) InsertSession(ctx context.Context, sess queue.Session) (err error) {
+	return n.insertSession(ctx, sess, false)
+}
+
+// insertSession inserts sess's document, marked as written through the
+// record of up-time (InsertSessionUp) if marked, as the same one write.
+func (n net) insertSession(ctx context.Context, sess queue.Session, marked bool) (err error) {
 	apply := func() (err error) {
 		sv := n.s.server
 		gens := sv.sessions[sess.ID]
@@ -430,8 +436,14 @@ func (n net) InsertSession(ctx context.Context, sess queue.Session) (err error) 
 		} else {
 			gens[sess.Gen] = sess.ExpiresAt
 			delete(sv.up[sess.ID], sess.Gen)
+			if marked {
+				if sv.up[sess.ID] == nil {
+					sv.up[sess.ID] = make(map[int]simUp)
+				}
+				sv.up[sess.ID][sess.Gen] = simUp{}
+			}
 		}
-		n.s.tracef("insertsession %s gen %d %v -> %v", sess.ID, sess.Gen, sess.ExpiresAt.Sub(n.s.t0), err)
+		n.s.tracef("insertsession %s gen %d %v marked %v -> %v", sess.ID, sess.Gen, sess.ExpiresAt.Sub(n.s.t0), marked, err)
 		return err
 	}
 	if a := ctx.Value(actorKey{}).(*actor); n.s.holdSession(a.o, sess, func() { _ = apply() }) {

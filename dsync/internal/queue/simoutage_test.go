@@ -95,9 +95,15 @@ func (n net) RenewSessionUp(ctx context.Context, id string, gen int, expires tim
 	return stamp, found, nil
 }
 
+// InsertSessionUp is InsertSession, the document marked in the same
+// write (with no record and no stamp yet).
+func (n net) InsertSessionUp(ctx context.Context, sess queue.Session) error {
+	return n.insertSession(ctx, sess, true)
+}
+
 // ReadUptime returns the records and stamps of every session document
 // RenewSessionUp wrote that end at or after since, and whether a document
-// unexpired at since was not written by it.
+// unexpired at since was written by neither it nor InsertSessionUp.
 func (n net) ReadUptime(ctx context.Context, since time.Time) (u driver.Uptime, err error) {
 	sv := n.s.server
 	if cerr := n.call(ctx, func() {
@@ -108,7 +114,11 @@ func (n net) ReadUptime(ctx context.Context, since time.Time) (u driver.Uptime, 
 					u.Unmarked = u.Unmarked || !exp.Before(since)
 					continue
 				}
-				for _, sp := range append(slices.Clip(rec.up), queue.UpSpan{From: rec.stamp, To: rec.stamp}) {
+				spans := slices.Clip(rec.up)
+				if !rec.stamp.IsZero() { // zero: inserted marked, not renewed yet
+					spans = append(spans, queue.UpSpan{From: rec.stamp, To: rec.stamp})
+				}
+				for _, sp := range spans {
 					if !sp.To.Before(since) {
 						u.Spans = append(u.Spans, sp)
 					}
