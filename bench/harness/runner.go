@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,7 +14,6 @@ type runner struct {
 	d   Driver
 	o   Options
 	r   *Report
-	seq int
 	// dropLater, while the scale scenario runs, takes the namespaces it
 	// drops at its end.
 	dropLater func(ns string)
@@ -69,10 +69,13 @@ func (rn *runner) logf(format string, a ...any) {
 	fmt.Fprintf(rn.o.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
 }
 
+// nsSeq numbers the namespaces of every run of this process, so that two
+// runs at once (tests in parallel, on one database) never share one.
+var nsSeq atomic.Int64
+
 // ns returns a fresh namespace for one scenario run.
 func (rn *runner) ns(what string) string {
-	rn.seq++
-	return fmt.Sprintf("b%x_%s%d", time.Now().Unix()&0xfffff, what, rn.seq)
+	return fmt.Sprintf("b%x_%s%d", time.Now().Unix()&0xfffff, what, nsSeq.Add(1))
 }
 
 // drop removes what the processes of a run left in namespace ns.

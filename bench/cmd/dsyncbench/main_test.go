@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,21 +23,53 @@ func TestMain(m *testing.M) {
 	mongotest.Main(m)
 }
 
-// TestDriverRuns runs the scenarios that exercise the dsync driver (locks,
-// elections, processes, kills, single attempts, the read side of an
-// RWMutex, a Semaphore, a Once) with tiny sizes. It checks
-// that they run, not what they measure.
-func TestDriverRuns(t *testing.T) {
+// useServer points this binary's child processes at the shared server
+// and at one database for every test of the package, in the environment
+// they inherit (t.Setenv would keep the tests from running in parallel;
+// each scenario run has a namespace of its own), and drops that database
+// once the last test using it ends.
+func useServer(t *testing.T) (*mongotest.Server, string) {
 	srv := mongotest.Shared(t)
-	db := mongotest.DatabaseName(t)
-	t.Setenv("MONGODB_URI", srv.URI())
-	t.Setenv(testDBEnv, db)
+	env.mu.Lock()
+	defer env.mu.Unlock()
+	if env.db == "" {
+		env.db = mongotest.DatabaseName(t)
+		os.Setenv("MONGODB_URI", srv.URI())
+		os.Setenv(testDBEnv, env.db)
+	}
+	env.users++
+	db := env.db
 	t.Cleanup(func() {
+		env.mu.Lock()
+		env.users--
+		last := env.users == 0
+		env.mu.Unlock()
+		if !last {
+			return
+		}
 		c := mongotest.NewClient(t, srv.URI())
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = c.Database(db).Drop(ctx)
 	})
+	return srv, db
+}
+
+// env is the server and database useServer set for the child processes,
+// and how many tests use them now.
+var env struct {
+	mu    sync.Mutex
+	db    string
+	users int
+}
+
+// TestDriverRuns runs the scenarios that exercise the dsync driver (locks,
+// elections, processes, kills, single attempts, the read side of an
+// RWMutex, a Semaphore, a Once) with tiny sizes. It checks
+// that they run, not what they measure.
+func TestDriverRuns(t *testing.T) {
+	t.Parallel()
+	srv, db := useServer(t)
 	o := harness.Quick
 	o.Waiters = []int{1}
 	o.HoldMin, o.HoldMax = time.Millisecond, 2*time.Millisecond
@@ -78,16 +111,8 @@ func TestDriverRuns(t *testing.T) {
 // with no two fns of a shard at once. It checks that it runs and that
 // what it measures is sane, not how fast.
 func TestPartitionRuns(t *testing.T) {
-	srv := mongotest.Shared(t)
-	db := mongotest.DatabaseName(t)
-	t.Setenv("MONGODB_URI", srv.URI())
-	t.Setenv(testDBEnv, db)
-	t.Cleanup(func() {
-		c := mongotest.NewClient(t, srv.URI())
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = c.Database(db).Drop(ctx)
-	})
+	t.Parallel()
+	srv, db := useServer(t)
 	o := harness.Quick
 	r := harness.Run(context.Background(), &driver{uri: srv.URI(), db: db}, harness.Options{Scenarios: []string{harness.PartitionScenario}, Log: testWriter{t}}, o)
 	if len(r.Notes) > 0 || len(r.Lacks) > 0 {
