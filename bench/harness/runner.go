@@ -11,9 +11,9 @@ import (
 
 // runner runs the scenarios of one library.
 type runner struct {
-	d   Driver
-	o   Options
-	r   *Report
+	d Driver
+	o Options
+	r *Report
 	// dropLater, while the scale scenario runs, takes the namespaces it
 	// drops at its end.
 	dropLater func(ns string)
