@@ -400,3 +400,44 @@ func TestDeadlockNoNotesRole(t *testing.T) {
 		a.Unlock()
 	})
 }
+
+// TestDeadlockOnASlowStore: every read of the lock sets' notes takes
+// 3·D/4, so that one check's reads (the graph's two passes read the note of
+// each Set of the cycle) take longer than D. The cycle is still broken, B
+// the victim, and A goes on: a check is bounded by its wait, not cut
+// short at D, as it was when every tick gave up before it decided
+// (FerretDB on PostgreSQL beside other work let a cycle live past a TTL).
+func TestDeadlockOnASlowStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		slow := memory.New().Intercept(func(ctx context.Context, c memory.Call, _ func() error) error {
+			if c.Op != "LatestWait" && c.Op != "ListWaits" {
+				return nil
+			}
+			select {
+			case <-time.After(d * 3 / 4):
+				return nil
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		})
+		sc := &scene{t: t, store: slow}
+		a, ca := sc.set("k1")
+		b, cb := sc.set("k2")
+		mustLock(t, a)
+		time.Sleep(time.Millisecond) // B is younger
+		mustLock(t, b)
+		doneB := sc.more(ctx, b, cb, "k1")
+		time.Sleep(d / 3)
+		doneA := sc.more(ctx, a, ca, "k2")
+		closed := time.Now()
+		if err := outcome(t, "B's LockMore", doneB); !errors.Is(err, lockset.ErrDeadlock) {
+			t.Fatalf("B's LockMore = %v; want ErrDeadlock", err)
+		}
+		t.Logf("broken %v after the cycle closed (D = %v, each read of a note %v)", time.Since(closed), d, d*3/4)
+		if err := outcome(t, "A's LockMore", doneA); err != nil {
+			t.Fatalf("A's LockMore = %v; want it to go on", err)
+		}
+		a.Unlock()
+	})
+}

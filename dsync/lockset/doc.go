@@ -187,8 +187,8 @@
 // Each member notes its wait D after it began, so by t+D plus the store
 // time of its note (a queue read and an insert), and checks every D, so
 // the victim gives up its wait by t+2·D plus that store time and one
-// check's reads; each tick's store time is bounded by D, so 4·D at the
-// very most. Its withdrawal, record and releases follow. The victim of a
+// check's reads (a tick is not cut short at D: on a slow store it would
+// never finish). Its withdrawal, record and releases follow. The victim of a
 // cycle is never its oldest Set, so the oldest waiting Set of a cycle
 // finishes. Cycles that share Sets are broken one a round: the youngest
 // Set on any of them is the victim of whichever cycle it finds through

@@ -68,12 +68,13 @@ func (s *Set) watch(ctx context.Context, cancel context.CancelCauseFunc, m Membe
 	}
 }
 
-// check is one tick of watch, bounded by D: it reads the queue of m's
-// key, notes the wait if its claim is not noted yet, then checks the
-// graph from the set, and reports a cycle found and verified.
+// check is one tick of watch: it reads the queue of m's key, notes the
+// wait if its claim is not noted yet, then checks the graph from the set,
+// and reports a cycle found and verified. It is bounded by the wait
+// (ctx), not by D: a tick cut short at D, on a store whose reads of one
+// check took longer (FerretDB on PostgreSQL beside other work), gave up
+// every time before it decided, and a cycle outlived dozens of Ds.
 func (s *Set) check(ctx context.Context, r reader, m Member, tr *tracker, held []setcore.Hold, noted **driver.Wait) (waitgraph.Cycle, bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.deadlock)
-	defer cancel()
 	q, err := r.r.Queue(ctx, m.m.Stored())
 	if err != nil {
 		return nil, false, err // the note as it was: the next tick tries again
