@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(worker.Main(cfg))
 	}
+	// Four fault suites at a time on an idle machine, one per core on a
+	// busy one (docs/contributing.md).
+	mongotest.ParallelWhenQuiet(4)
 	code := mongotest.Run(m)
 	fmt.Println(summary.line())
 	if err := summary.used(); err != nil && code == 0 {

@@ -2,7 +2,10 @@ package mongotest
 
 import (
 	"flag"
+	"os"
+	"runtime"
 	"strconv"
+	"strings"
 )
 
 // ParallelAtLeast raises -test.parallel to n unless it was given on the
@@ -30,4 +33,37 @@ func ParallelAtLeast(n int) {
 	if cur, err := strconv.Atoi(p.Value.String()); err == nil && cur < n {
 		_ = p.Value.Set(strconv.Itoa(n))
 	}
+}
+
+// ParallelWhenQuiet is ParallelAtLeast for a package whose parallel tests
+// each start processes and a server of their own: it raises
+// -test.parallel to n only while the machine is not busy: its one-minute
+// load average below twice its number of CPUs when the test binary
+// starts (Linux's /proc/loadavg; elsewhere it leaves go test's default).
+// go test work itself keeps the load of a quiet machine near its cores
+// (two test binaries and the compiler); CI's loaded stage adds four
+// burners per core. On a busy machine such tests, n at a time beside CPU
+// burners, starved each other and their servers; on a quiet one they
+// mostly wait on TTLs.
+func ParallelWhenQuiet(n int) {
+	flag.Parse()
+	if !machineQuiet() {
+		return
+	}
+	ParallelAtLeast(n)
+}
+
+// machineQuiet reports whether the one-minute load average is below twice
+// the number of CPUs; false when it cannot be read.
+func machineQuiet() bool {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return false
+	}
+	load, err := strconv.ParseFloat(f[0], 64)
+	return err == nil && load < float64(2*runtime.NumCPU())
 }
