@@ -250,6 +250,7 @@ func (n net) Insert(ctx context.Context, d queue.Doc) (err error) {
 		lag = simTimeout + time.Duration(n.s.grng.Int64N(int64(2*simSpan)))
 		n.s.stats.slowGates++
 	}
+	sent := n.s.now // true time
 	if cerr := n.callLagged(ctx, lag, func() func() {
 		switch d.Kind {
 		case queue.KindDead:
@@ -259,7 +260,7 @@ func (n net) Insert(ctx context.Context, d queue.Doc) (err error) {
 		}
 		err = n.s.server.store.Insert(bg, d)
 		if err == nil && d.Kind == queue.KindDead {
-			n.s.outage.dead(n.s, d)
+			n.s.outage.dead(n.s, d, sent)
 		}
 		n.s.tracef("insert %v -> %v", d, err)
 		return nil
