@@ -195,7 +195,10 @@ func (e *Election) Resign(ctx context.Context) error {
 	}
 	select {
 	case <-t.done:
-		return nil
+		// The term may have been lost to an outage of the store as
+		// Resign came: then its watch kept the lock (keep) for the next
+		// campaign to take back, and Resign gives that up too.
+		return e.resignKept(ctx)
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
@@ -329,3 +332,7 @@ func (e *Election) selfInfoLocked() Info {
 // cancelled the term, before it releases the lease: the term's watch,
 // woken by that cancel, may run meanwhile.
 var resignedHook func()
+
+// keepingHook, if set (by tests only), is called by a term's watch once it
+// has taken the term lost to an outage to keep its lock, before it does.
+var keepingHook func()

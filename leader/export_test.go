@@ -6,6 +6,12 @@ func SetResignedHook(f func()) (restore func()) {
 	return func() { resignedHook = nil }
 }
 
+// SetKeepingHook sets keepingHook until the returned func restores it.
+func SetKeepingHook(f func()) (restore func()) {
+	keepingHook = f
+	return func() { keepingHook = nil }
+}
+
 // SetPartitionWonHook sets partitionWonHook until the returned func
 // restores it.
 func SetPartitionWonHook(f func(shard int)) (restore func()) {

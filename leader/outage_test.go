@@ -763,3 +763,61 @@ func TestOutageResignRacesCampaign(t *testing.T) {
 		}
 	})
 }
+
+// TestOutageResignAsTermIsKept: Resign called just as a term lost to an
+// outage ends, after its watch took the term to keep its lock and before
+// it kept it, gives that lock up too: the other candidate leads at once,
+// and the next Campaign campaigns anew. Before, Resign waited for the term
+// to end and returned nil with the lock kept, and that Campaign took the
+// term back with its token (the public-API simulation's outage seed 2209:
+// a token "not below" the term before it).
+func TestOutageResignAsTermIsKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newOutageWorld(t, 2, outGrace)
+		a, b := newElection(t, w.procs[0]), newElection(t, w.procs[1])
+		defer b.Close()
+		defer a.Close()
+		entered, goOn := make(chan struct{}), make(chan struct{})
+		defer leader.SetKeepingHook(func() {
+			close(entered)
+			<-goOn
+		})()
+		lctx, err := a.Campaign(w.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := campaigner(w.ctx, b)
+		tok := tokenOf(t, lctx)
+		time.Sleep(ttl / 2)
+		synctest.Wait()
+		w.down(true)
+		<-entered // the term is lost; its watch is about to keep the lock
+		resigned := make(chan error, 1)
+		go func() { resigned <- a.Resign(w.ctx) }()
+		synctest.Wait() // Resign waits for the term to end
+		close(goOn)
+		time.Sleep(3 * ttl)
+		synctest.Wait()
+		w.down(false)
+		if err := <-resigned; err != nil {
+			t.Fatalf("Resign = %v", err)
+		}
+		rb := await(t, other, ttl/2, "the other candidate's Campaign after the Resign")
+		if rb.err != nil {
+			t.Fatal(rb.err)
+		}
+		if next := tokenOf(t, rb.ctx); next <= tok {
+			t.Errorf("the other candidate's token %d; want above %d", next, tok)
+		}
+		if err := b.Resign(w.ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := await(t, campaigner(w.ctx, a), ttl, "Campaign after the Resign, once the other candidate resigned")
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if got := tokenOf(t, r.ctx); got <= tok {
+			t.Errorf("Campaign after the Resign led with token %d; want a new term, above %d", got, tok)
+		}
+	})
+}

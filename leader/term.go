@@ -175,6 +175,9 @@ func (e *Election) watch(t *term, lost <-chan struct{}) {
 		}
 	}
 	if keepsLock(context.Cause(t.ctx)) && t.givingUp.CompareAndSwap(false, true) {
+		if keepingHook != nil {
+			keepingHook()
+		}
 		e.keep(t) // lost to an outage: the next campaign takes it back
 	} else {
 		e.giveUp(context.Background(), t)
