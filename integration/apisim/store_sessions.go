@@ -23,7 +23,7 @@ func (s *procStore) insertSession(ctx context.Context, sess driver.Session, mark
 		err = s.p.w.sess.insert(sess, marked)
 		s.p.w.tracef("%s insert-session %s gen %d exp %s marked %v: %v", s.name(), sess.ID, sess.Gen, sess.ExpiresAt.Format(tf), marked, err)
 		if err == nil {
-			s.p.w.opened(sess, marked)
+			s.p.w.opened(sess)
 		}
 	}, func(sent time.Time) {
 		if err == nil {

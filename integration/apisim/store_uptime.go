@@ -122,15 +122,12 @@ type Stamp struct {
 	Expires time.Time
 }
 
-// Open is a session document inserted: by InsertSession, which keeps no
-// record of up-time until a RenewSessionUp of it lands, or marked, by
-// InsertSessionUp.
+// Open is a session document inserted (InsertSession, InsertSessionUp).
 type Open struct {
 	At      time.Time
 	Session string
 	Gen     int
 	Expires time.Time
-	Marked  bool
 }
 
 // stamped tells the oracle that the store applied a renewal of session
@@ -143,11 +140,11 @@ func (w *world) stamped(p *proc, id string, gen int, at, expires time.Time) {
 
 // opened tells the oracle that a session document was inserted (in an
 // outage run).
-func (w *world) opened(sess driver.Session, marked bool) {
+func (w *world) opened(sess driver.Session) {
 	if w.grace == 0 {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.hist.Opens = append(w.hist.Opens, Open{At: time.Now(), Session: sess.ID, Gen: sess.Gen, Expires: sess.ExpiresAt, Marked: marked})
+	w.hist.Opens = append(w.hist.Opens, Open{At: time.Now(), Session: sess.ID, Gen: sess.Gen, Expires: sess.ExpiresAt})
 }

@@ -354,15 +354,11 @@ type uptimeStore struct {
 }
 
 func (s *uptimeStore) RenewSessionUp(ctx context.Context, id string, gen int, expires time.Time, up []driver.UpSpan) (time.Time, bool, error) {
-	sent := s.rec.firstSent(id, expires, s.rec.sendTime(expires, s.rec.now()))
-	applied, found, err := s.UptimeStore.RenewSessionUp(ctx, id, gen, expires, up)
-	switch {
-	case err != nil:
-	case found:
-		s.rec.renewed(id, sent, s.rec.now())
-	default:
-		s.rec.gone(id)
-	}
+	var applied time.Time
+	found, err := s.rec.renewSession(id, expires, func() (found bool, err error) {
+		applied, found, err = s.UptimeStore.RenewSessionUp(ctx, id, gen, expires, up)
+		return found, err
+	})
 	return applied, found, err
 }
 
@@ -393,14 +389,20 @@ func (r *recorder) insertSession(sess driver.Session, insert func() error) error
 }
 
 func (s *recordingStore) RenewSession(ctx context.Context, id string, gen int, expires time.Time) (bool, error) {
-	sent := s.rec.firstSent(id, expires, s.rec.sendTime(expires, s.rec.now()))
-	found, err := s.Store.RenewSession(ctx, id, gen, expires)
+	return s.rec.renewSession(id, expires, func() (bool, error) { return s.Store.RenewSession(ctx, id, gen, expires) })
+}
+
+// renewSession records the renewal of session id to expires that renew
+// sends: renewed if found, gone if not.
+func (r *recorder) renewSession(id string, expires time.Time, renew func() (bool, error)) (bool, error) {
+	sent := r.firstSent(id, expires, r.sendTime(expires, r.now()))
+	found, err := renew()
 	switch {
 	case err != nil:
 	case found:
-		s.rec.renewed(id, sent, s.rec.now())
+		r.renewed(id, sent, r.now())
 	default:
-		s.rec.gone(id)
+		r.gone(id)
 	}
 	return found, err
 }
