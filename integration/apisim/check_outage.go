@@ -219,7 +219,8 @@ func failoverBound(ttl time.Duration) time.Duration { return ttl + 500*time.Mill
 // up for the others, free of faults: if another process waited
 // for its key from before its deadline to its deadline + failoverBound
 // (or until it held), some hold of the key by another process began by
-// then. The waiter's own renewals prove the store up.
+// then. The waiter's own renewals prove the store up. Not judged: a key
+// that stalled gates may keep waiting then (keyWaitedWithin).
 func checkFailover(h *History, keys map[string][]*Hold) []Violation {
 	var vs []Violation
 	takenBack := make(map[*Hold]bool) // holds lost and taken back: not lost for good
@@ -234,7 +235,8 @@ func checkFailover(h *History, keys map[string][]*Hold) []Violation {
 		}
 		ttl := h.TTLs[x.Proc]
 		from, by := x.Deadline.Add(-ttl), x.Deadline.Add(failoverBound(ttl))
-		if !cutOff(h, x.Proc, x.Deadline.Add(-ttl/2), x.Deadline) || storeFaulted(h, from, by) || othersFaulted(h, x.Proc, from, by) {
+		if !cutOff(h, x.Proc, x.Deadline.Add(-ttl/2), x.Deadline) || storeFaulted(h, from, by) || othersFaulted(h, x.Proc, from, by) ||
+			h.keyWaitedWithin(x.Key, from, by) {
 			continue
 		}
 		w := waitedThroughout(h, x, from, by)
@@ -270,7 +272,8 @@ func othersFaulted(h *History, p int, from, to time.Time) bool {
 }
 
 // storeFaulted reports whether a fault of the store (an outage, an
-// emptying, a stalled gate) touched [a, b].
+// emptying, a stalled gate until it landed) touched [a, b]. Stalled
+// gates keep their own key waiting longer (keyWaitedWithin).
 func storeFaulted(h *History, a, b time.Time) bool {
 	return h.emptiedBetween(a, b) || slices.ContainsFunc(h.ProcFaults, func(f ProcFault) bool {
 		return f.Proc == -1 && !f.From.After(b) && !f.To.Before(a)

@@ -29,7 +29,10 @@ func handoff(ttl time.Duration) time.Duration { return ttl + 2*pollInterval }
 //     lock stalled, the next waiter holds within the margin (TTL/20) and
 //     a handoff (the claim is released): a blocking Lock of its key that
 //     waited from before the stall to past that bound, while nothing of
-//     the key began in between, broke it.
+//     the key began in between, broke it. Not judged: a stall near
+//     an emptying or a fault, or while stalled gates may keep the key
+//     waiting (up to three bucket spans after they were sent: a start
+//     meets them until then).
 //
 // A pause freezes a process's timers, not its goroutines (the actor
 // reports only while the process runs): a hold whose process was paused
@@ -121,7 +124,7 @@ func checkProgressHandoff(h *History, x *Hold) (Violation, bool) {
 	}
 	s := x.LostAt
 	bound := s.Add(l.TTL/20 + handoff(l.TTL))
-	if h.emptiedBetween(s.Add(-l.TTL), bound) || h.faultedWithin(s.Add(-l.TTL), bound) {
+	if h.emptiedBetween(s.Add(-l.TTL), bound) || h.faultedWithin(s.Add(-l.TTL), bound) || h.keyWaitedWithin(x.Key, s.Add(-l.TTL), bound) {
 		return Violation{}, true
 	}
 	for _, y := range h.Holds {
@@ -168,6 +171,18 @@ func (h *History) stepped(p int, a, b time.Time) bool {
 func (h *History) faultedWithin(a, b time.Time) bool {
 	for _, f := range h.ProcFaults {
 		if !f.From.After(b) && !f.To.Before(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// keyWaitedWithin reports whether stalled gates of key may have kept it
+// waiting at some time in [a, b]: a start of the key meets them until
+// their KeyWaits, long after they landed.
+func (h *History) keyWaitedWithin(key string, a, b time.Time) bool {
+	for _, f := range h.ProcFaults {
+		if f.Key == key && !f.From.After(b) && !f.KeyWaits.Before(a) {
 			return true
 		}
 	}

@@ -45,5 +45,13 @@ func TestCheckProgress(t *testing.T) {
 			Waits: []*Wait{wait(50, 3000)}}, 1},
 		{"not calm: not judged", History{Holds: []*Hold{progressHold(1, 100, 500, []int{200}, 0, 700, true)},
 			Waits: []*Wait{wait(50, 3000)}}, 0},
+		// Gates that landed long before the stall still own their
+		// buckets: the key may wait for them until KeyWaits.
+		{"calm: the key waits for stalled gates", History{Calm: true, Holds: []*Hold{progressHold(1, 100, 500, []int{200}, 0, 700, true)},
+			Waits: []*Wait{wait(50, 3000)}, ProcFaults: []ProcFault{stalledGatesFault("k", " landed", at(-5000), at(-4990), 2*time.Second)}}, 0},
+		{"calm: stalled gates of another key", History{Calm: true, Holds: []*Hold{progressHold(1, 100, 500, []int{200}, 0, 700, true)},
+			Waits: []*Wait{wait(50, 3000)}, ProcFaults: []ProcFault{stalledGatesFault("j", " landed", at(-5000), at(-4990), 2*time.Second)}}, 1},
+		{"calm: stalled gates no longer in the way", History{Calm: true, Holds: []*Hold{progressHold(1, 100, 500, []int{200}, 0, 700, true)},
+			Waits: []*Wait{wait(50, 3000)}, ProcFaults: []ProcFault{stalledGatesFault("k", " landed", at(-8000), at(-7990), 2*time.Second)}}, 1},
 	})
 }

@@ -200,6 +200,12 @@ type ProcFault struct {
 	Proc     int
 	Kind     string
 	From, To time.Time
+	// Key and KeyWaits: stalled gates (stalledGates) keep their key
+	// waiting after they land, up to three bucket spans of their sender
+	// after they were sent (docs/operations.md): KeyWaits is that bound,
+	// from From (zero for other faults).
+	Key      string
+	KeyWaits time.Time
 }
 
 // emptiedBetween reports whether the collections were emptied in (a, b].

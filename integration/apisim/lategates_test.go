@@ -26,7 +26,7 @@ func TestLateGatesAreFaults(t *testing.T) {
 			{"no emptying", false, true, false},
 		} {
 			w := newWorld(1)
-			apply := w.lateGates(gates, func() bool { return tc.landed }, func(plan) {})
+			apply := w.lateGates(gates, 4*time.Second, func() bool { return tc.landed }, func(plan) {})
 			time.Sleep(time.Millisecond)
 			if tc.emptyBetween {
 				w.hist.Emptyings = append(w.hist.Emptyings, time.Now())

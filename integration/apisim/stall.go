@@ -45,6 +45,14 @@ const (
 // back past an emptying, from when they were held to when they landed.
 const stalledGates = "stalled gates of "
 
+// stalledGatesFault is the fault of key's gates, held or sent at from and
+// landed at to, after an emptying, by a process whose bucket span is
+// span: the key waits for them until no start can meet them, at most
+// three spans after they were sent.
+func stalledGatesFault(key, how string, from, to time.Time, span time.Duration) ProcFault {
+	return ProcFault{Proc: -1, Kind: stalledGates + key + how, From: from, To: to, Key: key, KeyWaits: from.Add(3 * span)}
+}
+
 // stalls is the state of a world's stalled link, guarded by its mu.
 type stalls struct {
 	rng  *rand.Rand // nil: no stalled link on this seed
@@ -68,7 +76,7 @@ func newStalls(seed int64, emptyings bool) stalls {
 // that the stalled link holds back, apply delayed until just after the
 // next emptying (at the latest stallMax). It draws when the request is
 // about to land, so that only requests that reach the store are held.
-func (w *world) stallGates(docs []driver.Doc, apply func(plan)) func(plan) {
+func (w *world) stallGates(docs []driver.Doc, span time.Duration, apply func(plan)) func(plan) {
 	if w.stall.rng == nil || len(docs) == 0 || docs[0].Kind != driver.KindGate {
 		return apply
 	}
@@ -84,7 +92,7 @@ func (w *world) stallGates(docs []driver.Doc, apply func(plan)) func(plan) {
 				w.fault("stalled-past-emptying")
 				now := time.Now()
 				w.mu.Lock()
-				w.hist.ProcFaults = append(w.hist.ProcFaults, ProcFault{Proc: -1, Kind: stalledGates + docs[0].Key + " held back, then landed", From: since, To: now})
+				w.hist.ProcFaults = append(w.hist.ProcFaults, stalledGatesFault(docs[0].Key, " held back, then landed", since, now, span))
 				w.mu.Unlock()
 			case <-late:
 			}
@@ -167,7 +175,7 @@ func (w *world) operatorWait(d time.Duration) (stalled bool) {
 // key waits until that queue's time is over, up to three bucket spans
 // (docs/operations.md), and CheckPartition's liveness judges no window
 // of it (stallsCover).
-func (w *world) lateGates(docs []driver.Doc, landed func() bool, apply func(plan)) func(plan) {
+func (w *world) lateGates(docs []driver.Doc, span time.Duration, landed func() bool, apply func(plan)) func(plan) {
 	if len(docs) == 0 || docs[0].Kind != driver.KindGate {
 		return apply
 	}
@@ -180,7 +188,7 @@ func (w *world) lateGates(docs []driver.Doc, landed func() bool, apply func(plan
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if n := len(w.hist.Emptyings); n > 0 && w.hist.Emptyings[n-1].After(sent) {
-			w.hist.ProcFaults = append(w.hist.ProcFaults, ProcFault{Proc: -1, Kind: stalledGates + docs[0].Key + " on their way during an emptying, then landed", From: sent, To: time.Now()})
+			w.hist.ProcFaults = append(w.hist.ProcFaults, stalledGatesFault(docs[0].Key, " on their way during an emptying, then landed", sent, time.Now(), span))
 		}
 	}
 }

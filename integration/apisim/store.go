@@ -185,7 +185,7 @@ func (s *procStore) Insert(ctx context.Context, d driver.Doc) error {
 func (s *procStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, error) {
 	dup := -1
 	var landed atomic.Bool
-	err := s.request(ctx, "insert-ordered", s.p.w.lateGates(docs, landed.Load, s.p.w.stallGates(docs, func(pl plan) {
+	err := s.request(ctx, "insert-ordered", s.p.w.lateGates(docs, s.p.cfg.Span, landed.Load, s.p.w.stallGates(docs, s.p.cfg.Span, func(pl plan) {
 		for i, d := range docs {
 			if pl.torn && i > 0 {
 				time.Sleep(s.p.w.tearGap())
@@ -211,7 +211,7 @@ func (s *procStore) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, 
 func (s *procStore) InsertEach(ctx context.Context, docs []driver.Doc) []error {
 	res := make([]error, len(docs)) // written by the request, which may land after it returned
 	var landed atomic.Bool
-	err := s.request(ctx, "insert-each", s.p.w.lateGates(docs, landed.Load, s.p.w.stallGates(docs, func(pl plan) {
+	err := s.request(ctx, "insert-each", s.p.w.lateGates(docs, s.p.cfg.Span, landed.Load, s.p.w.stallGates(docs, s.p.cfg.Span, func(pl plan) {
 		order := s.p.w.perm(len(docs), pl.torn)
 		for n, i := range order {
 			if pl.torn && n > 0 {
