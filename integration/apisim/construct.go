@@ -2,6 +2,7 @@ package apisim
 
 import (
 	"errors"
+	"fmt"
 	"github.com/go-dsync/dsync/internal/clienthook"
 	"github.com/go-dsync/dsync/leader/operator"
 	"log/slog"
@@ -37,7 +38,7 @@ type parts struct {
 // build makes a Client for p over its faulty view of the shared store.
 func build(p *proc) (*parts, error) {
 	copts := []dsync.ClientOption{
-		dsync.ClientWithLogger(discard),
+		dsync.ClientWithLogger(loggerOf(p, fmt.Sprintf("p%d", p.id))),
 		dsync.ClientWithPollInterval(pollInterval),
 		dsync.ClientWithBucketSpan(p.cfg.Span),
 		dsync.ClientWithTTL(p.cfg.TTL),
@@ -50,7 +51,8 @@ func build(p *proc) (*parts, error) {
 	if err != nil {
 		return nil, err
 	}
-	ec, err := dsync.NewClient(clocked(&procStore{Store: p.w.mem, p: p, elections: true}, p), append(copts, dsync.ClientWithIdleAge(0))...)
+	ec, err := dsync.NewClient(clocked(&procStore{Store: p.w.mem, p: p, elections: true}, p),
+		append(copts, dsync.ClientWithIdleAge(0), dsync.ClientWithLogger(loggerOf(p, fmt.Sprintf("p%de", p.id))))...)
 	if err != nil {
 		_ = c.Close()
 		return nil, err

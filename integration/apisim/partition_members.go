@@ -19,7 +19,7 @@ import (
 // which dead cuts off.
 func memberClient(p *proc, dead *atomic.Bool) (*dsync.Client, error) {
 	return dsync.NewClient(clocked(&procStore{Store: p.w.mem, p: p, elections: true, dead: dead}, p),
-		dsync.ClientWithLogger(discard),
+		dsync.ClientWithLogger(loggerOf(p, fmt.Sprintf("p%dm", p.id))),
 		dsync.ClientWithPollInterval(pollInterval),
 		dsync.ClientWithBucketSpan(p.cfg.Span),
 		dsync.ClientWithTTL(p.cfg.TTL),
