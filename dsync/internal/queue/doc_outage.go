@@ -117,7 +117,10 @@
 //	     possible store time, and the lease's cap (Lease.SetCap, set by its
 //	     owner from the coverage) bounds the resumed deadline. An owner
 //	     with a grace needs TTL + Grace well within its bucket span, or its
-//	     segments lapse in an outage and it cannot resume.
+//	     segments lapse in an outage and it cannot resume. A coverage the
+//	     engine forgot (a reset found on another key: I1) is learnt again
+//	     as a join learns it, from the live gate of the claim's segment,
+//	     of the store's history and the claim's (relearnCover).
 //
 // The owner's own dead markers (MarkDead), sent only once it retired the
 // session, end claims it stopped relying on: harmless whenever they land

@@ -111,6 +111,29 @@ func (s *segments) gateOfThisHistory(ctx context.Context, g Doc) error {
 	return nil
 }
 
+// relearnCover learns again the coverage of claim c's segment, which
+// this engine forgot, as a join learns a segment: from the live gate of
+// c's key, which must name c's segment, be of the store's history now
+// (its protocol document read after the gate), and of the history c
+// records. Nothing is learnt otherwise: the segment is over, or of
+// another history, and the caller goes on not knowing its coverage.
+func (s *segments) relearnCover(ctx context.Context, c Ref) error {
+	g, found, err := s.liveSegment(ctx, c.Key)
+	switch {
+	case err != nil:
+		return err
+	case !found || g.Seg != c.Seg:
+		return fmt.Errorf("no live gate of %q names segment %d", c.Key, c.Seg)
+	case !s.sameKnown(c.History, g.Nonce):
+		return fmt.Errorf("%w: the live gate of %q is not of the claim's", errOtherHistory, c.Key)
+	}
+	if err := s.gateOfThisHistory(ctx, g); err != nil {
+		return err
+	}
+	s.keys.learnGate(c.Key, g)
+	return nil
+}
+
 // sameKnown reports whether two histories of the store may be one: equal,
 // or one unknown (a document of an older dsync records none).
 func sameKnown(a, b string) bool { return a == "" || b == "" || a == b }

@@ -207,7 +207,7 @@ func (s *Suspension) Check(ctx context.Context, l *Lease, sent time.Duration) (R
 	case ev.Unmarked:
 		return ResumeWait, errors.New("resume check: a session document unexpired since the outage keeps no record of up-time")
 	}
-	if err := s.covered(); err != nil {
+	if err := s.covered(ctx); err != nil {
 		return ResumeWait, err
 	}
 	if !l.Resume(sent, s.mono()) {
@@ -262,11 +262,22 @@ func (s *Suspension) readBack(ctx context.Context) (ResumeVerdict, error) {
 // covered checks that the coverage of every claim's key lasts past the
 // latest possible store time now: a resumed hold must not outlive its
 // segment's coverage, any more than a hold renewed in time (Lease.SetCap
-// bounds the deadline to it).
-func (s *Suspension) covered() error {
+// bounds the deadline to it). A coverage this engine forgot (a reset
+// found on another key forgets every key: doc_types.go, I1) is read
+// again from the store (segments.relearnCover): otherwise the check
+// could never pass, and a hold the outage did not end would be lost once
+// the record proved its session dead.
+func (s *Suspension) covered(ctx context.Context) error {
 	latest := s.clock.ServerNow().Latest
 	for _, c := range s.claims {
-		if end := s.segs.CoverEnd(c.Key); end.IsZero() || !latest.Before(end) {
+		end := s.segs.CoverEnd(c.Key)
+		if end.IsZero() {
+			if err := s.segs.relearnCover(ctx, c); err != nil {
+				return fmt.Errorf("resume check: the coverage of %s is not known: %w", c.Key, err)
+			}
+			end = s.segs.CoverEnd(c.Key)
+		}
+		if end.IsZero() || !latest.Before(end) {
 			return fmt.Errorf("resume check: the coverage of %s is not known to last (ends %v)", c.Key, end)
 		}
 	}

@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -245,6 +246,47 @@ func TestResumeNeedsCoverage(t *testing.T) {
 		v, _, why := sc.check()
 		if v != queue.ResumeWait || !sc.lease.Suspended() || !strings.Contains(why.Error(), "coverage") {
 			t.Fatalf("O's check with k's coverage over = %v (%v); want it waiting on the coverage", v, why)
+		}
+	})
+}
+
+// TestResumeAfterAResetElsewhere: O's engine finds, during the outage,
+// that the store lost another key's history (j's claim it knew is gone:
+// ErrReset), and so forgets every key it knew, k's coverage included
+// (doc_types.go, I1). O's check then reads k's coverage again from the
+// store and resumes, as after any store-wide outage. Before, it waited
+// on a coverage it would never learn again until the record of up-time
+// proved the session dead, and the hold the outage had not ended was
+// lost (the public-API simulation's relock violations: "the coverage of
+// m0 is not known to last").
+func TestResumeAfterAResetElsewhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sc := newResumeScene(t, sceneGrace)
+		cj, err := sc.o.Claim(sc.ctx, "j", "O", sc.so, queue.ExclusiveTerms, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		sc.outage(3 * sceneTTL)
+		sc.suspend()
+		sc.mem.DeleteNow(queue.ClaimID("j", cj.Epoch)) // j's history, as O knew it, is lost
+		if again, err := sc.o.Claim(sc.ctx, "j", "O", sc.so, queue.ExclusiveTerms, false); err == nil {
+			_, _, err = sc.o.Walk(sc.ctx, again)
+			if !errors.Is(err, queue.ErrReset) {
+				t.Fatalf("O's walk of j after its history was lost = %v; want ErrReset", err)
+			}
+		} else if !errors.Is(err, queue.ErrReset) {
+			t.Fatalf("O's claim of j after its history was lost = %v; want ErrReset", err)
+		}
+		if end := sc.o.CoverEnd("k"); !end.IsZero() {
+			t.Fatalf("O still knows k's coverage (%v) after the reset; the scene needs it forgotten", end)
+		}
+		v, _, why := sc.check()
+		if v != queue.ResumeResumed {
+			t.Fatalf("O's check after a reset of another key = %v (%v); want it resumed", v, why)
+		}
+		if end := sc.o.CoverEnd("k"); end.IsZero() {
+			t.Error("O resumed without knowing k's coverage")
 		}
 	})
 }
