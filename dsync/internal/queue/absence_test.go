@@ -23,6 +23,15 @@ func (c *stepClock) ServerNow() queue.Interval {
 }
 func (c *stepClock) Mono() time.Duration { return c.now }
 
+// jumpedClock is c as a process whose own clock jumped ahead by *ahead
+// reads it: the store's time is c's, its local time is later.
+type jumpedClock struct {
+	*stepClock
+	ahead *time.Duration
+}
+
+func (c jumpedClock) Mono() time.Duration { return c.now + *c.ahead }
+
 // droppableSessions keeps the sessions in a memory store of their own,
 // apart from the documents, so that the test can empty the sessions
 // collection alone (drop), lose a session write without applying it
@@ -96,6 +105,8 @@ type absenceRig struct {
 	// lastConfirmed is the send of the owner's last confirmed renewal:
 	// the owner holds until a TTL after it (less its margin).
 	lastConfirmed time.Duration
+	// wAhead is how far the waiter's own clock jumped ahead (stepWaiter).
+	wAhead time.Duration
 }
 
 const absenceTTL = time.Second
@@ -107,14 +118,14 @@ func newAbsenceRig(t *testing.T, bug queue.Bug) *absenceRig {
 		clock: &stepClock{t0: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
 		store: &droppableSessions{Store: memory.New(), sessions: memory.New()},
 	}
-	engine := func() *queue.Engine {
-		e, err := queue.New(r.store, r.clock, queue.DefaultConfig())
+	engine := func(clock queue.Times) *queue.Engine {
+		e, err := queue.New(r.store, clock, queue.DefaultConfig())
 		if err != nil {
 			t.Fatal(err)
 		}
 		return e
 	}
-	r.o, r.w = engine(), engine()
+	r.o, r.w = engine(r.clock), engine(jumpedClock{r.clock, &r.wAhead})
 	if bug != queue.NoBug {
 		r.w.SetBug(bug)
 	}
@@ -239,6 +250,36 @@ func slowReply(t *testing.T, bug queue.Bug) (now, deadline time.Duration, held b
 	}
 	held = r.walk()
 	return r.clock.now, r.lastConfirmed + absenceTTL, held
+}
+
+// TestAbsenceIsCountedInTheStoresTime: a waiter whose own clock jumps a
+// TTL ahead while it finds a session missing still takes the session for
+// dead only once it was missing for a TTL of the store's time, after the
+// owner's deadline. Counted on the waiter's own clock, the run looked a
+// TTL long at once, and the waiter held beside the owner (the public-API
+// simulation's one-leader violations, a step of the waiter's clock in a
+// run after the sessions collection was emptied).
+func TestAbsenceIsCountedInTheStoresTime(t *testing.T) {
+	r := newAbsenceRig(t, queue.NoBug)
+	r.at(900 * time.Millisecond)
+	r.renew(false)
+	r.at(1000 * time.Millisecond)
+	r.store.drop()
+	r.at(1050 * time.Millisecond) // past the claim's own expiry
+	if r.walk() {
+		t.Fatal("the waiter held on its first read of a missing session")
+	}
+	r.lostRenewals(1100 * time.Millisecond)
+	r.wAhead = absenceTTL // the waiter's clock jumps ahead
+	r.at(1200 * time.Millisecond)
+	deadline := r.lastConfirmed + absenceTTL
+	if r.walk() {
+		t.Fatalf("the waiter took the session for dead at %v (its clock a TTL ahead), while its owner holds until %v", r.clock.now, deadline)
+	}
+	r.at(deadline + 150*time.Millisecond)
+	if !r.walk() {
+		t.Fatalf("the waiter does not hold at %v, a TTL of the store's time after it found the session missing", r.clock.now)
+	}
 }
 
 // TestAbsenceRunCountsFromTheEarlierSend: a waiter's run of reads that

@@ -206,7 +206,8 @@
 //   - dead, its session's documents missing: they stayed missing for the
 //     claim's TTL, from the reply of the first read that found them so
 //     to the send of the last (whose reply can come long after it
-//     landed). A's owner's renewals after they went found nothing, unless
+//     landed), by this process's clock and by the store's time both
+//     (a clock that jumps ahead does not shorten it: noteAbsent). A's owner's renewals after they went found nothing, unless
 //     one re-created them first (the insert of the next generation after
 //     a renewal of unknown outcome, or an insert landing late), which
 //     counts only before the owner's deadline in force. That deadline came

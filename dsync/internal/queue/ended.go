@@ -139,12 +139,12 @@ func (j *judge) unended(ctx context.Context, d Doc) (ended bool, kind string, ma
 // than d's TTL. If so, b is returned with when to look again.
 func (j *judge) sessionLives(ctx context.Context, d Doc, earliest time.Time, b Blocker, ev outageEvidence) (live bool, _ Blocker, err error) {
 	exp := b.ExpiresAt
-	sent := j.clock.Mono()
+	rt := readTimes{sent: j.clock.Mono(), storeSent: j.clock.ServerNow().Earliest}
 	s, found, err := j.store.GetSession(ctx, d.Session)
 	if err != nil {
 		return false, Blocker{}, err
 	}
-	replied := j.clock.Mono()
+	rt.replied, rt.storeReplied = j.clock.Mono(), j.clock.ServerNow().Earliest
 	switch {
 	case j.judgedByExpiry(s, found, earliest):
 		j.learnExpiry(s.ID, s.ExpiresAt)
@@ -162,9 +162,9 @@ func (j *judge) sessionLives(ctx context.Context, d Doc, earliest time.Time, b B
 		// Missing for the TTL as of this read's send, not its reply: the
 		// read may have landed long before its reply came, and the owner
 		// re-created its session since (see noteAbsent).
-		asOf := j.absentAsOf(sent, replied)
-		if since := j.noteAbsent(d.Session, sent, replied, d.TTL); asOf-since < d.TTL {
-			b.ExpiresAt = j.clock.ServerNow().Latest.Add(max(since+d.TTL-replied, 0))
+		run := j.noteAbsent(d.Session, rt, d.TTL)
+		if wait, missing := run.missingFor(j, rt, d.TTL); missing < d.TTL {
+			b.ExpiresAt = j.clock.ServerNow().Latest.Add(wait)
 			return true, b, nil
 		}
 	}
@@ -191,8 +191,8 @@ func (j *judge) judgedByExpiry(s Session, found bool, earliest time.Time) bool {
 }
 
 // noteAbsent records that session's documents were found missing by a
-// read sent at sent that replied at replied (local monotonic times), and
-// returns since when they have been found missing without a break: a run
+// read of times rt, and returns the run of reads that have found them
+// missing without a break since (its first reply, local and the store's): a run
 // of such reads, each replying at most two TTLs after the one before it
 // was sent (a waiter reads again within about one TTL). A run with a
 // longer gap starts again: the session may have come back unseen in the
@@ -214,25 +214,52 @@ func (j *judge) judgedByExpiry(s Session, found bool, earliest time.Time) bool {
 // the owner counts no renewal after the one before D1, whose deadline
 // passed within a TTL of that renewal's send, before the first read
 // replied (ended judges the TTL from that reply to the last read's send).
-func (j *judge) noteAbsent(session string, sent, replied, ttl time.Duration) time.Duration {
+func (j *judge) noteAbsent(session string, rt readTimes, ttl time.Duration) absence {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if run, ok := j.absent[session]; ok && j.runGoesOn(run, replied, ttl) {
-		run.lastSent = max(run.lastSent, sent)
+	if run, ok := j.absent[session]; ok && j.runGoesOn(run, rt.replied, ttl) {
+		run.lastSent = max(run.lastSent, rt.sent)
 		j.absent[session] = run
-		return run.since
+		return run
 	}
 	if len(j.absent) >= maxExpiries {
 		clear(j.absent)
 	}
-	j.absent[session] = absence{since: replied, lastSent: sent}
-	return replied
+	run := absence{since: rt.replied, lastSent: rt.sent, storeSince: rt.storeReplied}
+	j.absent[session] = run
+	return run
+}
+
+// readTimes is when a read of a session was sent and answered: on this
+// process's monotonic clock, and as the earliest possible store time.
+type readTimes struct {
+	sent, replied           time.Duration
+	storeSent, storeReplied time.Time
 }
 
 // absence is a run of reads that found a session's documents missing:
 // the local monotonic reply time of the first, and the send time of the
-// last.
-type absence struct{ since, lastSent time.Duration }
+// last; and the first's reply as the earliest possible store time.
+type absence struct {
+	since, lastSent time.Duration
+	storeSince      time.Time
+}
+
+// missingFor returns how long run, ended by the read of times rt, found
+// its session missing (what ended judges against the claim's TTL), and
+// how long after rt's reply it will have been missing for ttl (0 once it
+// has). Both its own clock and the store's time must show the TTL: the
+// safety argument above counts on this process's clock, and the store's
+// time keeps a clock that jumps ahead (a suspend it counts, a step) from
+// making a run look a TTL long early. (The public-API simulation found a
+// waiter that judged a session dead across a forward step of its clock,
+// and held beside the session's owner.)
+func (run absence) missingFor(j *judge, rt readTimes, ttl time.Duration) (wait, missing time.Duration) {
+	local := absentAsOf(j, rt.sent, rt.replied) - run.since
+	store := absentAsOf(j, rt.storeSent, rt.storeReplied).Sub(run.storeSince)
+	wait = max(run.since+ttl-rt.replied, run.storeSince.Add(ttl).Sub(rt.storeReplied), 0)
+	return wait, min(local, store)
+}
 
 // SessionAlive reads a session and reports whether it had not expired
 // when the read was sent, with its expiry. A waiter whose wake-ups work

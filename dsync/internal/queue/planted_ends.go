@@ -62,7 +62,7 @@ func (j *judge) deadOnceMissing(d Doc) bool {
 // sent and answered at replied, counts that absence to: its send (the
 // read may have landed long before its reply came, and the owner
 // re-created its session since). BugAbsenceToReply counts to its reply.
-func (j *judge) absentAsOf(sent, replied time.Duration) time.Duration {
+func absentAsOf[T time.Duration | time.Time](j *judge, sent, replied T) T {
 	if j.plant.absenceToReply() {
 		return replied
 	}
