@@ -173,6 +173,22 @@ func (r *absenceRig) walk() bool {
 	return head
 }
 
+// vanishAfterRenewal is the start the scenes share: the owner renews at
+// 0.9 s, the sessions collection is emptied at 1 s, and the waiter's walk
+// at 1.05 s, past the claim's own expiry, finds the session missing and
+// does not hold.
+func (r *absenceRig) vanishAfterRenewal() {
+	r.t.Helper()
+	r.at(900 * time.Millisecond)
+	r.renew(false)
+	r.at(1000 * time.Millisecond)
+	r.store.drop()
+	r.at(1050 * time.Millisecond)
+	if r.walk() {
+		r.t.Fatal("the waiter held on its first read of a missing session")
+	}
+}
+
 // renew is the owner's renewal; lost says its reply is lost.
 func (r *absenceRig) renew(lost bool) {
 	r.t.Helper()
@@ -233,14 +249,7 @@ func TestAbsenceScenarioCatchesPlantedCountingToTheReply(t *testing.T) {
 // last walk ended, the owner's deadline then, and whether that walk held.
 func slowReply(t *testing.T, bug queue.Bug) (now, deadline time.Duration, held bool) {
 	r := newAbsenceRig(t, bug)
-	r.at(900 * time.Millisecond)
-	r.renew(false)
-	r.at(1000 * time.Millisecond)
-	r.store.drop()
-	r.at(1050 * time.Millisecond) // past the claim's own expiry
-	if r.walk() {
-		t.Fatal("the waiter held on its first read of a missing session")
-	}
+	r.vanishAfterRenewal()
 	r.lostRenewals(1200*time.Millisecond, 1500*time.Millisecond)
 	r.at(1700 * time.Millisecond)
 	r.store.onRead = func() {
@@ -261,14 +270,7 @@ func slowReply(t *testing.T, bug queue.Bug) (now, deadline time.Duration, held b
 // run after the sessions collection was emptied).
 func TestAbsenceIsCountedInTheStoresTime(t *testing.T) {
 	r := newAbsenceRig(t, queue.NoBug)
-	r.at(900 * time.Millisecond)
-	r.renew(false)
-	r.at(1000 * time.Millisecond)
-	r.store.drop()
-	r.at(1050 * time.Millisecond) // past the claim's own expiry
-	if r.walk() {
-		t.Fatal("the waiter held on its first read of a missing session")
-	}
+	r.vanishAfterRenewal()
 	r.lostRenewals(1100 * time.Millisecond)
 	r.wAhead = absenceTTL // the waiter's clock jumps ahead
 	r.at(1200 * time.Millisecond)
