@@ -250,8 +250,8 @@ type absence struct {
 // how long after rt's reply it will have been missing for ttl (0 once it
 // has). Both its own clock and the store's time must show the TTL: the
 // safety argument above counts on this process's clock, and the store's
-// time keeps a clock that jumps ahead (a suspend it counts, a step) from
-// making a run look a TTL long early. (The public-API simulation found a
+// time keeps a clock that jumps ahead of real time (a step) from making
+// a run look a TTL long early. (The public-API simulation found a
 // waiter that judged a session dead across a forward step of its clock,
 // and held beside the session's owner.)
 func (run absence) missingFor(j *judge, rt readTimes, ttl time.Duration) (wait, missing time.Duration) {
