@@ -33,6 +33,9 @@ type Keeper[H Hold] struct {
 	running bool          // the renewal goroutine is running
 	closed  bool          // the Client was closed
 	wake    chan struct{} // tells the goroutine that a hold or waiter left
+	// stamps are the Stamp calls waiting for a renewal sent after them
+	// (stamp.go); the loop sends one at once while any wait.
+	stamps []chan bool
 	// judgedOver, set only by tests (SetJudgedOver), runs right after a
 	// session was judged over by its deadline timer or by a renewal reply
 	// that came too late, once k.mu is released and before the loss is

@@ -45,8 +45,7 @@ func (k *Keeper[H]) run() {
 			}
 			continue
 		}
-		d := loopDue{renews: renewed == nil, renew: k.origin.Add(s.lease.Due())}
-		d.check, d.checks = k.revokeCheckDueLocked(s)
+		d := k.dueLocked(s, renewed == nil)
 		k.mu.Unlock()
 
 		next := d.next()
@@ -61,9 +60,21 @@ func (k *Keeper[H]) run() {
 			k.checkRevokedAsync(s)
 		}
 		if d.renews && !d.renew.After(next) {
-			renewed = k.renewAsync(s)
+			renewed = k.renewAsync(s, k.takeStamps())
 		}
 	}
+}
+
+// dueLocked is what the loop has to do for s, and when: a renewal when
+// its lease says, or at once while a Stamp call waits (stamp.go), if
+// renews (none is under way); its revoke check. k.mu must be held.
+func (k *Keeper[H]) dueLocked(s *Session[H], renews bool) loopDue {
+	d := loopDue{renews: renews, renew: k.origin.Add(s.lease.Due())}
+	if now := k.p.Clock.Now(); len(k.stamps) > 0 && now.Before(d.renew) {
+		d.renew = now
+	}
+	d.check, d.checks = k.revokeCheckDueLocked(s)
+	return d
 }
 
 // loopDue is what the Keeper's loop has to do for its session, and when.
@@ -116,15 +127,18 @@ func (k *Keeper[H]) stopLocked(s *Session[H]) {
 	if s != nil {
 		k.disarmLocked(s)
 	}
+	answerStamps(k.takeStampsLocked(), false) // no renewal will come for them
 	k.running = false
 }
 
 // renewAsync renews s in a goroutine of its own, and returns a channel
-// closed when the renewal is back.
-func (k *Keeper[H]) renewAsync(s *Session[H]) chan struct{} {
+// closed when the renewal is back; stamps are the Stamp calls it answers
+// then.
+func (k *Keeper[H]) renewAsync(s *Session[H], stamps []chan bool) chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer answerStamps(stamps, true)
 		if k.suspended(s) {
 			k.suspendedStep(s)
 			return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
@@ -25,6 +26,9 @@ type judge struct {
 	// this engine's own sessions' stamps (judge_outage.go).
 	uptime driver.UptimeStore
 	own    func() []UpSpan
+	// stamp, if set (Engine.SetStamp), has this engine's own session
+	// renewed at once (judgeSession).
+	stamp atomic.Pointer[func(context.Context) bool]
 
 	mu sync.Mutex
 	// expiries remembers the highest expiry read of each session. A stored
@@ -107,13 +111,7 @@ func (j *judge) unended(ctx context.Context, d Doc) (ended bool, kind string, ma
 	if !b.ExpiresAt.Before(earliest) {
 		return false, "", Doc{}, b, nil
 	}
-	// With a grace, the record of up-time is read before the session
-	// (judge_outage.go).
-	ev, err := j.evidence(ctx, d, b.ExpiresAt)
-	if err != nil {
-		return false, "", Doc{}, Blocker{}, err
-	}
-	live, b, err := j.sessionLives(ctx, d, earliest, b, ev)
+	live, b, err := j.judgeSession(ctx, d, earliest, b)
 	if err != nil {
 		return false, "", Doc{}, Blocker{}, err
 	}
@@ -136,7 +134,8 @@ func (j *judge) unended(ctx context.Context, d Doc) (ended bool, kind string, ma
 // is earlier than earliest, and decides whether it may still live: read
 // with a later expiry, or expired but not proven dead by ev (the record
 // of up-time read before, for a claim with a grace), or missing for less
-// than d's TTL. If so, b is returned with when to look again.
+// than d's TTL. If so, b is returned with when to look again, and, for a
+// session expired but not proven dead, the error errUnproven.
 func (j *judge) sessionLives(ctx context.Context, d Doc, earliest time.Time, b Blocker, ev outageEvidence) (live bool, _ Blocker, err error) {
 	exp := b.ExpiresAt
 	rt := readTimes{sent: j.clock.Mono(), storeSent: j.clock.ServerNow().Earliest}
@@ -156,7 +155,7 @@ func (j *judge) sessionLives(ctx context.Context, d Doc, earliest time.Time, b B
 		}
 		if !j.outageProves(ev, b.ExpiresAt) {
 			b.ExpiresAt = j.lookAgain(d)
-			return true, b, nil
+			return true, b, errUnproven
 		}
 	case !j.deadOnceMissing(d):
 		// Missing for the TTL as of this read's send, not its reply: the

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -87,6 +88,50 @@ func (j *judge) evidence(ctx context.Context, d Doc, exp time.Time) (outageEvide
 	return ev, nil
 }
 
+// errUnproven is sessionLives' word for a session that expired but the
+// record did not prove dead (it reports it live, with when to look again).
+var errUnproven = errors.New("queue: expired, not proven dead by the record of up-time")
+
+// judgeSession judges the session of claim d, whose expiry as known (b's)
+// is earlier than earliest: the evidence of the outage rule first, then
+// the session (sessionLives). If the session expired but the record does
+// not prove it dead, and this engine can have its own session renewed at
+// once (SetStamp), it has it renewed, and judges again, once: the renewal's
+// stamp, applied after the expiry, is evidence the rule may need (a
+// chain up to the expiry), which the renewals' schedule would bring up
+// to a third of a TTL later. The evidence is read again after it, before
+// the session, as the rule asks.
+func (j *judge) judgeSession(ctx context.Context, d Doc, earliest time.Time, b Blocker) (live bool, _ Blocker, err error) {
+	for stamped := false; ; stamped = true {
+		// With a grace, the record of up-time is read before the session.
+		ev, err := j.evidence(ctx, d, b.ExpiresAt)
+		if err != nil {
+			return false, Blocker{}, err
+		}
+		live, nb, err := j.sessionLives(ctx, d, earliest, b, ev)
+		if !errors.Is(err, errUnproven) {
+			return live, nb, err
+		}
+		if stamped || !j.stampNow(ctx, d) {
+			return true, nb, nil
+		}
+		earliest, b = j.clock.ServerNow().Earliest, j.blockerOf(d)
+	}
+}
+
+// stampNow has this engine's own session renewed at once, if it can
+// (SetStamp), waiting for the renewal at most an eighth of d's TTL (the
+// look again's period); it reports whether a renewal came back.
+func (j *judge) stampNow(ctx context.Context, d Doc) bool {
+	f := j.stamp.Load()
+	if f == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.TTL/lookAgainFrac)
+	defer cancel()
+	return (*f)(ctx)
+}
+
 // lookAgain is when, in server time, a waiter looks again at claim d whose
 // session expired without the record proving it dead (see lookAgainFrac).
 func (j *judge) lookAgain(d Doc) time.Time {
@@ -156,4 +201,15 @@ func latest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// SetStamp gives the engine a way to have its own session renewed at once
+// (the Keeper's Stamp): a waiter that finds a claim's session expired but
+// not proven dead has it called, and judges again after the renewal
+// (judgeSession), so that a holder cut off alone is taken over about when
+// its session expired, not up to a third of a TTL later. f reports whether
+// a renewal sent after the call came back; it must return once ctx ends.
+// Without it, the waiter looks again an eighth of a TTL later.
+func (e *Engine) SetStamp(f func(ctx context.Context) bool) {
+	e.judge.stamp.Store(&f)
 }
