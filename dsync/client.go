@@ -180,6 +180,9 @@ func (c *Client) startEngine() error {
 	plantEngine(eng)
 	c.eng = eng
 	c.keeper = newKeeper(c, cfg.lease)
+	if cfg.lease.Grace > 0 {
+		eng.SetStamp(c.keeper.Stamp) // waiters' stamps past an expiry (queue's judge_outage.go)
+	}
 	c.keeper.SetJudgedOver(cfg.test.judgedOver)
 	c.resend = queue.NewResender(eng, func(pending int, err error) {
 		c.cfg.logger.Debug("dsync: ends of unknown outcome not yet confirmed", "pending", pending, "err", err)

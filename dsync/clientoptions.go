@@ -101,8 +101,11 @@ func ClientWithRenewInterval(d time.Duration) ClientOption {
 // a Mutex locked again (LockContext) holds again with the same token. If
 // the store was up without this process (cut off alone), the hold ended,
 // as without a grace. The session is given up at the deadline + d + TTL
-// at the latest; a holder that dies in an outage is replaced up to a TTL
-// after the grace's end. Give every process of a store the same grace;
+// at the latest; a holder that dies in an outage is replaced a TTL of the
+// store's up-time after the store is back, or a grace past its session's
+// expiry if sooner. A holder cut off alone, or crashed, while the store is
+// up for others, is taken over about when its session expires, as without
+// a grace. Give every process of a store the same grace;
 // on a store that keeps no record of up-time, it changes nothing. d must
 // be whole milliseconds, at most 10 minutes and at most the bucket span
 // (ClientWithBucketSpan) less the TTL less 2 s.

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// TestCutAloneTakenOverAtExpiry: a holder cut off alone, with the
-// outage grace every Client has by default, is taken over about when its
-// session expires, as without a grace, not up to a third of a TTL later.
+// TestCutAloneTakenOverAtExpiry: a holder cut off alone, its Client with
+// an outage grace, is taken over about when its session expires, as
+// without a grace, not up to a third of a TTL later.
 // Its session's expiry is proven past only by a stamp the store applied
 // after it (queue's doc_outage.go); the waiter's Client renews at once to
 // get one (Keeper.Stamp) instead of waiting for its renewal's schedule.

@@ -128,9 +128,16 @@
 // raises an expiry the check does not count).
 //
 // What it costs. A holder cut off alone, while others renew, is taken
-// over once the record shows a stamp at or after its expiry: at the next
-// renewal of some process after the expiry (every TTL/3 by default) and
-// the waiter's next look, not at the expiry itself. After a store-wide
+// over once the record shows a stamp at or after its expiry. A waiter
+// whose engine can have its own session renewed at once (Engine.SetStamp:
+// a dsync Client's Keeper) does so when it finds the session expired but
+// not proven dead, and judges again after that renewal (judgeSession): a
+// round trip after the expiry, where the renewals' schedule (every TTL/3
+// by default) and the next look (TTL/8) would add up to both. The chain
+// must also reach back to x: in a store whose sessions are all younger
+// than a renewal interval, none has a stamp yet (a marked document has
+// none until its first renewal), and the first takeover waits for one a
+// TTL after it. After a store-wide
 // outage longer than TTL/2, a claim whose owner does not renew again is
 // taken over only after a TTL of store up-time after the outage, or at
 // Ê + Grace: up to a TTL later than by expiry. A claim whose owner lost
