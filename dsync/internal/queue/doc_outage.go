@@ -26,10 +26,9 @@
 //   - The waiter (judge_outage.go): a claim whose session expired before
 //     the earliest possible server time at the judgement, as without a
 //     grace, is marked dead only if Dead holds too, on evidence read
-//     before the session: this engine's own sessions' stamps, as the
-//     store holds them (O2), and, unless
-//     they decide, the store's record since x − H. Otherwise it is live,
-//     and its waiter looks again TTL/8 later. A reader (a Client's
+//     before the session: the store's record since x − H (O2). Otherwise
+//     it is live, and its waiter looks again TTL/8 later (or at once after
+//     a renewal of its own session: judgeSession). A reader (a Client's
 //     Queue) reads the record before the sessions too (ReadEvidence), and
 //     finds a claim expired, and remembers it so, only on the same
 //     verdict (ReadExpired).
@@ -70,17 +69,19 @@
 //	     renewals), and cleaners delete only documents expired an hour,
 //	     far past MaxGrace.
 //	(O2) A waiter's evidence was committed before its session read ℓ1:
-//	     its own is what its sessions' confirmed renewals wrote (the spans
-//	     each sent, its stamp apart: never the newest stamp merged into
-//	     them, which the store holds only once the next renewal lands,
-//	     and which under the break of a claim with a shorter TTL would
-//	     bridge a gap the stored record shows), and the
-//	     store's record is answered before it is sent
+//	     it is the store's record, answered before ℓ1 is sent
 //	     (driver.UptimeStore.ReadUptime reads only writes the store will
-//	     not roll back). If ℓ1 landed before the owner's renewal s_r did
+//	     not roll back), never this engine's stamps as it remembers them
+//	     (an emptying of the sessions collection deletes them from the
+//	     store while the engine remembers them; and the newest stamp
+//	     merged into a session's spans is stored only once its next
+//	     renewal lands). If ℓ1 landed before the owner's renewal s_r did
 //	     (t_o), the owner's record read, sent after s_r's reply, holds all
 //	     of it: ReadUptime reads every write applied before a renewal
-//	     acknowledged before the read.
+//	     acknowledged before the read, and the record only grows while the
+//	     owner's session's first generation exists (O1: an emptying after
+//	     ℓ1 deletes that generation too, and the check finds the session
+//	     dead).
 //	(O3) A waiter that marked the claim dead judged with Ê_w ≥ Ê_o, so
 //	     x_o ≤ x_w. Ê_o was confirmed by a reply before the lease's
 //	     deadline D: every renewal the lease counted replied before the

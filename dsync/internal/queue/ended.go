@@ -22,10 +22,8 @@ type judge struct {
 	store Store
 	clock Times
 	// uptime reads the store's record of up-time (nil: the store keeps
-	// none, and every claim is judged by its expiry), and own returns
-	// this engine's own sessions' stamps (judge_outage.go).
+	// none, and every claim is judged by its expiry: judge_outage.go).
 	uptime driver.UptimeStore
-	own    func() []UpSpan
 	// stamp, if set (Engine.SetStamp), has this engine's own session
 	// renewed at once (judgeSession).
 	stamp atomic.Pointer[func(context.Context) bool]
@@ -50,8 +48,8 @@ type judge struct {
 	absent map[string]absence
 }
 
-func newJudge(p *plant, store Store, clock Times, own func() []UpSpan) *judge {
-	return &judge{plant: p, store: store, clock: clock, uptime: store.Roles().Uptime, own: own,
+func newJudge(p *plant, store Store, clock Times) *judge {
+	return &judge{plant: p, store: store, clock: clock, uptime: store.Roles().Uptime,
 		expiries: make(map[string]time.Time), readDead: make(map[string]time.Time), absent: make(map[string]absence)}
 }
 

@@ -162,7 +162,7 @@ func New(store Store, clock Times, cfg Config) (*Engine, error) {
 	segs := &segments{plant: p, store: rd, maint: store.Roles().Maintenance, clock: clock, cfg: cfg, keys: ks}
 	segs.spanNs.Store(int64(cfg.Span))
 	ss := newSessions(p, rd, clock, cfg)
-	jd := newJudge(p, rd, clock, ss.ownStamps)
+	jd := newJudge(p, rd, clock)
 	hs := newHolds(p)
 	return &Engine{
 		plant:       p,

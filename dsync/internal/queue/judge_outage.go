@@ -12,11 +12,9 @@ import (
 // the earliest possible server time at the judgement (the rule of a claim
 // without a grace) and the record proves it dead: Dead(evidence, x, Ê),
 // with Ê the session's highest expiry known after its read and x = Ê − TTL.
-// The evidence is read before the session is: first this engine's own
-// sessions' stamps (in memory: what their confirmed renewals wrote, so
-// what the store holds: ownStamps), and only if those do not decide, the store's record since
-// Since(x) of the expiry known before the session read (a read since an
-// earlier time holds all a later one would). A claim not proven dead is
+// The evidence is the store's record since Since(x) of the expiry known
+// before the session read (a read since an earlier time holds all a later
+// one would), read before the session is. A claim not proven dead is
 // live: its waiter looks again a while later (lookAgain), when more of the
 // record may be in. A claim without a grace, or on a store without the
 // record, is judged as before, by its expiry alone.
@@ -26,8 +24,7 @@ import (
 // dead: the record grows with every renewal (every TTL/3 by default), and
 // the rule needs an up-run of a TTL, so looking eight times per TTL adds
 // at most TTL/8 to a takeover the record decides, at the cost of a read
-// of the session and, unless this engine's own stamps decide, of the
-// record at each look.
+// of the record and of the session at each look.
 const lookAgainFrac = 8
 
 // outageEvidence is what a judgement of one claim by the outage rule
@@ -66,26 +63,24 @@ func (ev outageEvidence) dead(exp time.Time) bool {
 
 // evidence reads the evidence for judging claim d by the outage rule, its
 // session's highest expiry known before the read of that session being
-// exp: nothing if d is not judged by it, this engine's own stamps if they
-// prove the session dead as far as exp goes, else those and the store's
-// record since Since(exp − TTL). It must be called before the session is
-// read: the rule is safe only on evidence committed before that read
-// (doc_outage.go).
+// exp: nothing if d is not judged by it, else the store's record since
+// Since(exp − TTL). It must be called before the session is read: the
+// rule is safe only on evidence committed before that read, and still in
+// the store when the owner's check reads it (doc_outage.go, O2). That is
+// why this engine's own sessions' stamps, as it remembers them, are not
+// evidence here: an emptying of the sessions collection deletes them from
+// the store, while the engine remembers them until it renews each session
+// again (TestWaiterEvidenceSurvivesAnEmptying).
 func (j *judge) evidence(ctx context.Context, d Doc, exp time.Time) (outageEvidence, error) {
 	rule, on := j.outageRule(d)
 	if !on {
 		return outageEvidence{}, nil
 	}
-	ev := outageEvidence{on: true, rule: rule, ttl: d.TTL, spans: j.own()}
-	if ev.dead(exp) {
-		return ev, nil
-	}
 	rec, err := j.uptime.ReadUptime(ctx, rule.Since(exp.Add(-d.TTL)))
 	if err != nil {
 		return outageEvidence{}, err
 	}
-	ev.spans = append(ev.spans, rec.Spans...)
-	return ev, nil
+	return outageEvidence{on: true, rule: rule, ttl: d.TTL, spans: rec.Spans}, nil
 }
 
 // errUnproven is sessionLives' word for a session that expired but the
@@ -149,13 +144,13 @@ type Evidence struct {
 // ReadEvidence reads what a reader needs to judge docs by ReadExpired, its
 // earliest possible server time being earliest: for the claims judged by
 // the outage rule whose sessions' expiries known before their reads are
-// past, this engine's own stamps, and the store's record unless those
-// prove each such session dead. It must be called before the sessions are
-// read. It reads nothing if no claim of docs needs it.
+// past, the store's record (never this engine's own stamps as it
+// remembers them: see evidence). It must be called before the sessions
+// are read. It reads nothing if no claim of docs needs it.
 func (j *judge) ReadEvidence(ctx context.Context, docs []Doc, earliest time.Time) (Evidence, error) {
 	var ev Evidence
 	var since time.Time
-	need, owned := false, false
+	need := false
 	for _, d := range docs {
 		rule, on := j.outageRule(d)
 		exp := j.blockerOf(d).ExpiresAt
@@ -163,12 +158,6 @@ func (j *judge) ReadEvidence(ctx context.Context, docs []Doc, earliest time.Time
 			// ReadExpired needs no evidence for it (its expiry known
 			// only rises): a Queue read of claims without a grace
 			// takes no lock of the sessions.
-			continue
-		}
-		if !owned {
-			ev.spans, owned = j.own(), true
-		}
-		if (outageEvidence{on: true, rule: rule, ttl: d.TTL, spans: ev.spans}).dead(exp) {
 			continue
 		}
 		if s := rule.Since(exp.Add(-d.TTL)); !need || s.Before(since) {
@@ -183,7 +172,7 @@ func (j *judge) ReadEvidence(ctx context.Context, docs []Doc, earliest time.Time
 	if err != nil {
 		return Evidence{}, err
 	}
-	ev.spans = append(ev.spans, rec.Spans...)
+	ev.spans = rec.Spans
 	return ev, nil
 }
 

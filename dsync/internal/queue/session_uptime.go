@@ -84,7 +84,7 @@ func addStamp(up []UpSpan, stamp time.Time, brk time.Duration) []UpSpan {
 // session, or has forgotten it (unrenewed for two TTLs). It is the
 // record the session's next renewal sends: every stamp in it was applied
 // by the store, but its newest stamp merged into the spans is not in the
-// store yet, so the outage rule judges on ownStamps instead.
+// store yet (a waiter judges on the store's record: judge_outage.go).
 func (s *sessions) OwnUptime(session string) []UpSpan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -98,20 +98,23 @@ func (s *sessions) OwnUptime(session string) []UpSpan {
 // has none, or the store keeps no record of up-time.
 func (s *sessions) Grace() time.Duration { return s.grace }
 
-// ownStamps returns the evidence of every session this engine keeps that
-// the store is known to hold: for each, the record its last confirmed
-// renewal wrote (the spans it sent, and the stamp it got back, apart).
-// It is evidence for the outage rule, whichever claim it judges
-// (judge_outage.go, resume.go), because the store holds it: a waiter's
-// verdict must rest on evidence that the owner's check, reading the
-// store after its renewal landed, reads too (doc_outage.go, O2).
+// ownStamps returns what every session this engine keeps wrote to the
+// store: for each, the record its last confirmed renewal wrote (the spans
+// it sent, and the stamp it got back, apart). A suspended owner's check
+// adds it to the record it reads (resume.go): more evidence only makes a
+// verdict of dead likelier, so a stamp the store no longer holds (an
+// emptying of the sessions collection deletes them, and this engine
+// remembers them until it renews each session again) cannot make the
+// check resume where a waiter found dead. A waiter's verdict rests on the
+// store's record alone (judge_outage.go): evidence the owner's check,
+// reading the store after its renewal landed, reads too (doc_outage.go,
+// O2); judged on these stamps, a waiter found dead the session of an
+// owner whose check, on the stored record, resumed
+// (TestWaiterEvidenceSurvivesAnEmptying).
 //
 // It is not OwnUptime: that one merges the newest stamp into the spans
 // under the session's break, and the store holds that merge only once
-// the next renewal lands. Under the break of a claim with a shorter TTL
-// the merged span bridges a gap the stored record shows: a waiter
-// judging on it found dead the session of an owner whose check, on the
-// stored record, resumed (TestWaiterEvidenceIsStored).
+// the next renewal lands (TestWaiterEvidenceIsStored).
 func (s *sessions) ownStamps() []UpSpan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
