@@ -321,7 +321,8 @@ func (s *Suspension) covered(ctx context.Context) error {
 }
 
 // MarkDead inserts the dead marker of each claim of the suspension, once
-// its lease l has been retired: its owner stopped trusting the session
+// its lease l has been retired, and tells each that lands to the OnLanded
+// hook (its waiters are woken): its owner stopped trusting the session
 // (rule 11: a dead marker only ends claims their owner stopped relying
 // on, so one landing late, or twice, ends nothing that holds). A marker
 // of unknown outcome is left to the end queue (Flush) to send again.
@@ -336,7 +337,13 @@ func (s *Suspension) MarkDead(ctx context.Context, l *Lease) error {
 		if err := s.store.Insert(ctx, dead); err != nil && !errors.Is(err, ErrExists) {
 			s.ends.pend(dead)
 			errs = append(errs, err)
+			continue
 		}
+		// Its waiters are woken, as for every end that lands (OnLanded):
+		// the session's stored expiry may have risen past the outage (a
+		// renewal of the suspended session), and a waiter not woken
+		// looks again only then.
+		s.ends.tellLanded(dead)
 	}
 	return errors.Join(errs...)
 }

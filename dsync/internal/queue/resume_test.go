@@ -406,6 +406,30 @@ func TestMarkDeadOnlyRetiredAndResent(t *testing.T) {
 	})
 }
 
+// TestMarkDeadWakesWaiters: each dead marker MarkDead lands is told to
+// the OnLanded hook, as every other end that lands, so that the claim's
+// waiters are woken: the session's stored expiry may have risen past the
+// outage (a renewal of the suspended session), and a waiter not woken
+// looked again only then (the public-API simulation's outage seed 491: a
+// holder cut off alone replaced past the failover bound).
+func TestMarkDeadWakesWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sc := newResumeScene(t, sceneGrace)
+		var landed []queue.Doc
+		sc.o.OnLanded(func(d queue.Doc) { landed = append(landed, d) })
+		time.Sleep(100 * time.Millisecond)
+		sc.outage(3 * sceneTTL)
+		sc.suspend()
+		sc.lease.Retire()
+		if err := sc.sus.MarkDead(sc.ctx, sc.lease); err != nil {
+			t.Fatal(err)
+		}
+		if len(landed) != 1 || landed[0].Kind != queue.KindDead || sc.oEnd() != queue.KindDead {
+			t.Fatalf("MarkDead landed O's claim's end %q and told the hook %+v; want its dead marker told once", sc.oEnd(), landed)
+		}
+	})
+}
+
 // thirdProcess starts R, a third process with a grace, and opens its
 // session: a process that renews while O is cut off alone.
 func (sc *resumeScene) thirdProcess() (*queue.Engine, string) {
