@@ -92,43 +92,57 @@ func TestWaiterEvidenceIsStored(t *testing.T) {
 		renew(w, sw, ttlW)
 		time.Sleep(100 * time.Millisecond) // past O's expiry
 
-		type walked struct {
-			head bool
-			err  error
-		}
-		wDone := make(chan walked, 1)
-		go func() {
-			head, _, err := w.Walk(ctx, cw)
-			wDone <- walked{head, err}
-		}()
-		synctest.Wait()
-
-		// O is back: its lease, past its deadline, is suspended; a
-		// renewal is confirmed, and the check runs.
-		po.SetReachable(true)
-		if !lease.Suspend(clock.Mono()) {
-			t.Fatalf("O's lease not suspended at %v (deadline %v)", clock.Mono(), lease.Deadline())
-		}
-		sus, err := o.Suspend(so, lease, []queue.Ref{co.Ref})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sent := renew(o, so, ttlO)
-		if ev := lease.Confirm(sent, clock.Mono()); ev != queue.LeaseSuspended {
-			t.Fatalf("a suspended lease's Confirm = %v; want LeaseSuspended", ev)
-		}
-		v, why := sus.Check(ctx, lease, sent)
-		close(held)
-		r := <-wDone
-		if r.err != nil {
-			t.Fatalf("W's walk: %v", r.err)
-		}
-		t.Logf("W's walk: holds %v (its dead marker held back: %v); O's check: %v (%v)", r.head, heldBack, v, why)
-		if r.head && v == queue.ResumeResumed {
+		// O is back (reachable again) while W's walk judges its claim.
+		head, v, why := walkBesideCheck(t, w, o, cw, co, so, lease, clock,
+			func() { po.SetReachable(true) }, func() time.Duration { return renew(o, so, ttlO) }, held)
+		t.Logf("W's walk: holds %v (its dead marker held back: %v); O's check: %v (%v)", head, heldBack, v, why)
+		if head && v == queue.ResumeResumed {
 			t.Fatalf("W holds k by a dead marker on O's claim #%d, and O's check resumed that claim: two holders", co.Epoch)
 		}
-		if !r.head && v != queue.ResumeResumed {
+		if !head && v != queue.ResumeResumed {
 			t.Errorf("W does not hold k, and O's check did not resume (%v: %v): the record shows no TTL of up-time after O's last renewal", v, why)
 		}
 	})
+}
+
+// walkBesideCheck runs W's walk of its claim cw in a goroutine of its own
+// (its dead marker, if it inserts one, waits until release is closed);
+// then O comes back (back): O's lease, past its deadline, is suspended,
+// a renewal (renewO) is confirmed, and O's check of its claim co in
+// session so runs; then release is closed. It returns whether W's walk
+// holds, and the check's verdict.
+func walkBesideCheck(t *testing.T, w, o *queue.Engine, cw, co *queue.Claim, so string, lease *queue.Lease, clock queue.Times,
+	back func(), renewO func() time.Duration, release chan struct{}) (head bool, v queue.ResumeVerdict, why error) {
+	t.Helper()
+	ctx := context.Background()
+	type walked struct {
+		head bool
+		err  error
+	}
+	wDone := make(chan walked, 1)
+	go func() {
+		head, _, err := w.Walk(ctx, cw)
+		wDone <- walked{head, err}
+	}()
+	synctest.Wait()
+
+	back()
+	if !lease.Suspend(clock.Mono()) {
+		t.Fatalf("O's lease not suspended at %v (deadline %v)", clock.Mono(), lease.Deadline())
+	}
+	sus, err := o.Suspend(so, lease, []queue.Ref{co.Ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := renewO()
+	if ev := lease.Confirm(sent, clock.Mono()); ev != queue.LeaseSuspended {
+		t.Fatalf("a suspended lease's Confirm = %v; want LeaseSuspended", ev)
+	}
+	v, why = sus.Check(ctx, lease, sent)
+	close(release)
+	r := <-wDone
+	if r.err != nil {
+		t.Fatalf("W's walk: %v", r.err)
+	}
+	return r.head, v, why
 }

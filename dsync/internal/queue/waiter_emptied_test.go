@@ -123,38 +123,10 @@ func TestWaiterEvidenceSurvivesAnEmptying(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // 1.6 s: past O's expiry
 
-		type walked struct {
-			head bool
-			err  error
-		}
-		wDone := make(chan walked, 1)
-		go func() {
-			head, _, err := w.Walk(ctx, cw)
-			wDone <- walked{head, err}
-		}()
-		synctest.Wait()
-
-		// O is back: its lease, past its deadline, is suspended; a
-		// renewal is confirmed, and the check runs.
-		if !lease.Suspend(clock.Mono()) {
-			t.Fatalf("O's lease not suspended at %v (deadline %v)", clock.Mono(), lease.Deadline())
-		}
-		sus, err := o.Suspend(so, lease, []queue.Ref{co.Ref})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sent = renew(o, so)
-		if ev := lease.Confirm(sent, clock.Mono()); ev != queue.LeaseSuspended {
-			t.Fatalf("a suspended lease's Confirm = %v; want LeaseSuspended", ev)
-		}
-		v, why := sus.Check(ctx, lease, sent)
-		close(store.release)
-		r := <-wDone
-		if r.err != nil {
-			t.Fatalf("W's walk: %v", r.err)
-		}
-		t.Logf("W's walk: holds %v (its dead marker held back: %v); O's check: %v (%v)", r.head, store.heldBack, v, why)
-		if r.head && v == queue.ResumeResumed {
+		head, v, why := walkBesideCheck(t, w, o, cw, co, so, lease, clock,
+			func() {}, func() time.Duration { return renew(o, so) }, store.release)
+		t.Logf("W's walk: holds %v (its dead marker held back: %v); O's check: %v (%v)", head, store.heldBack, v, why)
+		if head && v == queue.ResumeResumed {
 			t.Fatalf("W holds k by a dead marker on O's claim #%d, and O's check resumed that claim: two holders", co.Epoch)
 		}
 	})
