@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/go-dsync/dsync/dsync/driver"
@@ -230,9 +229,7 @@ func (s *Suspension) evidence(ctx context.Context) (driver.Uptime, error) {
 
 // readBack reads the session and each claim back: ResumeResumed if they
 // are all in place, ResumeDead if one is gone or a claim has ended, and
-// ResumeWait on a failed read. The claims are read together (readClaims):
-// the check must end before the deadline its renewal gives, and on a
-// slow store reads one after another, two per claim, would not.
+// ResumeWait on a failed read.
 func (s *Suspension) readBack(ctx context.Context) (ResumeVerdict, error) {
 	sess, found, err := s.store.GetSession(ctx, s.session)
 	switch {
@@ -243,54 +240,21 @@ func (s *Suspension) readBack(ctx context.Context) (ResumeVerdict, error) {
 		// held may be gone, and its claims judged by their absence.
 		return ResumeDead, fmt.Errorf("resume check: session %s found without its first generation", s.session)
 	}
-	return s.readClaims(ctx)
-}
-
-// readClaims reads each claim of the suspension and its end marker, the
-// claims at once: ResumeDead if one is gone or has ended (whatever else
-// failed: that claim is over), else ResumeWait if a read failed, else
-// ResumeResumed.
-func (s *Suspension) readClaims(ctx context.Context) (ResumeVerdict, error) {
-	type result struct {
-		v   ResumeVerdict
-		err error
-	}
-	results := make([]result, len(s.claims))
-	var wg sync.WaitGroup
-	for i, c := range s.claims {
-		wg.Go(func() {
-			v, err := s.readClaim(ctx, c)
-			results[i] = result{v, err}
-		})
-	}
-	wg.Wait()
-	out := result{v: ResumeResumed}
-	for _, r := range results {
-		switch {
-		case r.v == ResumeDead:
-			return r.v, r.err
-		case r.v == ResumeWait && out.v == ResumeResumed:
-			out = r
+	for _, c := range s.claims {
+		d, found, err := s.store.Get(ctx, ClaimID(c.Key, c.Epoch))
+		if err != nil {
+			return ResumeWait, fmt.Errorf("resume check: reading %s#%d: %w", c.Key, c.Epoch, err)
 		}
-	}
-	return out.v, out.err
-}
-
-// readClaim reads claim c and its end marker back (see readClaims).
-func (s *Suspension) readClaim(ctx context.Context, c Ref) (ResumeVerdict, error) {
-	d, found, err := s.store.Get(ctx, ClaimID(c.Key, c.Epoch))
-	if err != nil {
-		return ResumeWait, fmt.Errorf("resume check: reading %s#%d: %w", c.Key, c.Epoch, err)
-	}
-	if !found || d.Nonce != c.Nonce {
-		return ResumeDead, fmt.Errorf("resume check: claim %s#%d is gone from the store", c.Key, c.Epoch)
-	}
-	m, ended, err := s.store.Get(ctx, EndID(c.Key, c.Epoch, c.Nonce))
-	if err != nil {
-		return ResumeWait, fmt.Errorf("resume check: reading %s#%d's end: %w", c.Key, c.Epoch, err)
-	}
-	if ended {
-		return ResumeDead, fmt.Errorf("resume check: claim %s#%d has ended (%s)", c.Key, c.Epoch, m.Kind)
+		if !found || d.Nonce != c.Nonce {
+			return ResumeDead, fmt.Errorf("resume check: claim %s#%d is gone from the store", c.Key, c.Epoch)
+		}
+		m, ended, err := s.store.Get(ctx, EndID(c.Key, c.Epoch, c.Nonce))
+		if err != nil {
+			return ResumeWait, fmt.Errorf("resume check: reading %s#%d's end: %w", c.Key, c.Epoch, err)
+		}
+		if ended {
+			return ResumeDead, fmt.Errorf("resume check: claim %s#%d has ended (%s)", c.Key, c.Epoch, m.Kind)
+		}
 	}
 	return ResumeResumed, nil
 }
