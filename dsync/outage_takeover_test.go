@@ -29,14 +29,7 @@ func TestCutAloneTakenOverAtExpiry(t *testing.T) {
 		w.clients[0].Proc.SetReachable(false)
 		deadline := a.ValidUntil()
 		expiry := deadline.Add(outTTL / 20) // ValidUntil leaves the safety margin, TTL/20
-		select {
-		case err := <-waiter:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(4 * outTTL):
-			t.Fatal("the waiter did not take over from a holder cut off alone")
-		}
+		awaitLocked(t, waiter, 4*outTTL, "the waiter did not take over from a holder cut off alone")
 		took := time.Now()
 		if took.Before(deadline) {
 			t.Fatalf("taken over %v before the holder's deadline", deadline.Sub(took))

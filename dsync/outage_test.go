@@ -71,6 +71,20 @@ func locker(ctx context.Context, m *dsync.Mutex) <-chan error {
 	return done
 }
 
+// awaitLocked waits for locker's result (done), at most limit: the test
+// fails with its error, or with failure if none came in time.
+func awaitLocked(t *testing.T, done <-chan error, limit time.Duration, failure string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(limit):
+		t.Fatal(failure)
+	}
+}
+
 // lockedBy reports whether done has a result yet, and which.
 func lockedBy(done <-chan error) (error, bool) {
 	select {
@@ -182,14 +196,7 @@ func TestCutAloneRelockEnds(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 8*outTTL)
 		defer cancel()
 		relock := locker(ctx, a)
-		select {
-		case err := <-waiter:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(4 * outTTL):
-			t.Fatal("the waiter did not take over from a holder cut off alone")
-		}
+		awaitLocked(t, waiter, 4*outTTL, "the waiter did not take over from a holder cut off alone")
 		took := time.Since(cut)
 		if b.Token() <= tok {
 			t.Errorf("the waiter's token %d; want above %d", b.Token(), tok)
@@ -321,14 +328,7 @@ func TestUnlockWhileSuspendedKeepsOthers(t *testing.T) {
 		if a2.Token() != tok2 {
 			t.Errorf("the other Mutex's token = %d; want %d", a2.Token(), tok2)
 		}
-		select {
-		case err := <-waiter:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(outTTL):
-			t.Fatal("the waiter of the key unlocked in the outage did not hold within a TTL of the store's return")
-		}
+		awaitLocked(t, waiter, outTTL, "the waiter of the key unlocked in the outage did not hold within a TTL of the store's return")
 		t.Logf("the waiter held %v after the store came back", time.Since(back))
 		b.Unlock()
 		a2.Unlock()
@@ -356,14 +356,7 @@ func TestResumedNotRelockedIsReleased(t *testing.T) {
 		time.Sleep(3 * outTTL)
 		w.down(false)
 		back := time.Now()
-		select {
-		case err := <-waiter:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(4 * outTTL):
-			t.Fatal("the key of a resumed hold never locked again was not released")
-		}
+		awaitLocked(t, waiter, 4*outTTL, "the key of a resumed hold never locked again was not released")
 		if d := time.Since(back); d < outTTL {
 			t.Errorf("the waiter held %v after the store came back; want the kept claim kept a TTL (%v) first", d, outTTL)
 		}
@@ -528,14 +521,7 @@ func TestKeptReleaseLandingLate(t *testing.T) {
 		if err := <-done; err != nil || a2.Token() != tok2 {
 			t.Fatalf("a2's LockContext after the second outage = %v, token %d; want its hold back, token %d", err, a2.Token(), tok2)
 		}
-		select {
-		case err := <-waiter:
-			if err != nil {
-				t.Fatal(err)
-			}
-		case <-time.After(outTTL):
-			t.Fatal("k1's waiter did not hold within a TTL of the store's return")
-		}
+		awaitLocked(t, waiter, outTTL, "k1's waiter did not hold within a TTL of the store's return")
 		b.Unlock()
 		a2.Unlock()
 	})
