@@ -132,14 +132,14 @@ func (j *judge) unended(ctx context.Context, d Doc) (ended bool, kind string, ma
 // is earlier than earliest, and decides whether it may still live: read
 // with a later expiry, or expired but not proven dead by ev (the record
 // of up-time read before, for a claim with a grace), or missing for less
-// than d's TTL. If so, b is returned with when to look again, and, for a
-// session expired but not proven dead, the error errUnproven.
-func (j *judge) sessionLives(ctx context.Context, d Doc, earliest time.Time, b Blocker, ev outageEvidence) (live bool, _ Blocker, err error) {
+// than d's TTL. If so, b is returned with when to look again; unproven
+// says the session expired but the record did not prove it dead.
+func (j *judge) sessionLives(ctx context.Context, d Doc, earliest time.Time, b Blocker, ev outageEvidence) (live, unproven bool, _ Blocker, err error) {
 	exp := b.ExpiresAt
 	rt := readTimes{sent: j.clock.Mono(), storeSent: j.clock.ServerNow().Earliest}
 	s, found, err := j.store.GetSession(ctx, d.Session)
 	if err != nil {
-		return false, Blocker{}, err
+		return false, false, Blocker{}, err
 	}
 	rt.replied, rt.storeReplied = j.clock.Mono(), j.clock.ServerNow().Earliest
 	switch {
@@ -149,11 +149,11 @@ func (j *judge) sessionLives(ctx context.Context, d Doc, earliest time.Time, b B
 			b.ExpiresAt = s.ExpiresAt
 		}
 		if !b.ExpiresAt.Before(earliest) {
-			return true, b, nil
+			return true, false, b, nil
 		}
 		if !j.outageProves(ev, b.ExpiresAt) {
 			b.ExpiresAt = j.lookAgain(d)
-			return true, b, errUnproven
+			return true, true, b, nil
 		}
 	case !j.deadOnceMissing(d):
 		// Missing for the TTL as of this read's send, not its reply: the
@@ -162,10 +162,10 @@ func (j *judge) sessionLives(ctx context.Context, d Doc, earliest time.Time, b B
 		run := j.noteAbsent(d.Session, rt, d.TTL)
 		if wait, missing := run.missingFor(j, rt, d.TTL); missing < d.TTL {
 			b.ExpiresAt = j.clock.ServerNow().Latest.Add(wait)
-			return true, b, nil
+			return true, false, b, nil
 		}
 	}
-	return false, b, nil
+	return false, false, b, nil
 }
 
 // judgedByExpiry reports whether a session read (s, found), sent at

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -83,10 +82,6 @@ func (j *judge) evidence(ctx context.Context, d Doc, exp time.Time) (outageEvide
 	return outageEvidence{on: true, rule: rule, ttl: d.TTL, spans: rec.Spans}, nil
 }
 
-// errUnproven is sessionLives' word for a session that expired but the
-// record did not prove dead (it reports it live, with when to look again).
-var errUnproven = errors.New("queue: expired, not proven dead by the record of up-time")
-
 // judgeSession judges the session of claim d, whose expiry as known (b's)
 // is earlier than earliest: the evidence of the outage rule first, then
 // the session (sessionLives). If the session expired but the record does
@@ -103,8 +98,8 @@ func (j *judge) judgeSession(ctx context.Context, d Doc, earliest time.Time, b B
 		if err != nil {
 			return false, Blocker{}, err
 		}
-		live, nb, err := j.sessionLives(ctx, d, earliest, b, ev)
-		if !errors.Is(err, errUnproven) {
+		live, unproven, nb, err := j.sessionLives(ctx, d, earliest, b, ev)
+		if !unproven {
 			return live, nb, err
 		}
 		if stamped || !j.stampNow(ctx, d) {
