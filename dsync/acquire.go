@@ -12,7 +12,6 @@ import (
 	"github.com/go-dsync/dsync/dsync/event"
 	"github.com/go-dsync/dsync/dsync/internal/backoff"
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
-	"github.com/go-dsync/dsync/dsync/internal/lease"
 	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/dsync/internal/relock"
 )
@@ -77,7 +76,7 @@ func newCore(client *Client, key, family, prim string, opts []Option) (core, err
 	}
 	if span := client.eng.Span(); cfg.ttl > span {
 		return core{}, ttlSpanError(cfg.ttl, span) // the store's span was adopted since NewClient
-	} else if err := lease.GraceFits(client.cfg.lease.Grace, cfg.ttl, span); err != nil {
+	} else if err := client.cfg.graceFits(cfg.ttl, span); err != nil {
 		return core{}, err
 	}
 	return core{client: client, key: key, stored: stored, family: family, owner: xid.New().String(), cfg: cfg, relock: &relock.State{},

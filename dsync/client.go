@@ -16,7 +16,6 @@ import (
 	"github.com/go-dsync/dsync/dsync/hint"
 	"github.com/go-dsync/dsync/dsync/internal/ctxerr"
 	"github.com/go-dsync/dsync/dsync/internal/keydir"
-	"github.com/go-dsync/dsync/dsync/internal/lease"
 	"github.com/go-dsync/dsync/dsync/internal/queue"
 	"github.com/go-dsync/dsync/dsync/internal/sweeper"
 	"github.com/go-dsync/dsync/dsync/internal/wake"
@@ -170,7 +169,7 @@ func (c *Client) startEngine() error {
 	}
 	if span := eng.Span(); cfg.lease.TTL > span {
 		return ttlSpanError(cfg.lease.TTL, span)
-	} else if err := lease.GraceFits(cfg.lease.Grace, cfg.lease.TTL, span); err != nil {
+	} else if err := cfg.graceFits(cfg.lease.TTL, span); err != nil {
 		return err
 	}
 	if c.roles.Uptime == nil {

@@ -14,6 +14,17 @@ import (
 	"github.com/go-dsync/dsync/dsync/internal/queue"
 )
 
+// releaseTimeout bounds a release, or another write the Client sends
+// in the background after its caller has moved on (an outage record):
+// ClientWithReleaseTimeout, or at most DefaultReleaseTimeout, the TTL if
+// shorter.
+func (c *clientConfig) releaseTimeout() time.Duration {
+	if c.release > 0 {
+		return c.release
+	}
+	return min(DefaultReleaseTimeout, c.lease.TTL)
+}
+
 // A ClientOption configures a Client.
 type ClientOption func(*clientConfig) error
 
@@ -30,6 +41,7 @@ type clientConfig struct {
 	lease      lease.Params
 	engine     queue.Config    // the queue engine's settings
 	spanSet    bool            // the span was set (ClientWithBucketSpan): refuse another
+	graceSet   bool            // the grace was set (ClientWithOutageGrace): checked against the span
 	idleAge    time.Duration   // compact keys idle this long; 0: never sweep
 	observer   *event.Observer // nil: none (ClientWithObserver)
 	// test and engineTest hold the settings of other packages' tests
@@ -91,7 +103,9 @@ func ClientWithRenewInterval(d time.Duration) ClientOption {
 
 // ClientWithOutageGrace sets how long an outage of the whole store (a
 // MongoDB election, a restart) the Client's holds may ride through.
-// Default: 0, none: a hold is lost for good at its local deadline.
+// Default: DefaultOutageGrace (30 s), shortened to fit a short bucket
+// span (see below). 0 turns it off: a hold is lost for good at its local
+// deadline, and a waiter judges a claim by its session's expiry alone.
 //
 // With a grace d, Lost() still closes at the deadline, and Err wraps
 // ErrSuspended beside ErrLost; but the session is suspended, not given
@@ -101,13 +115,15 @@ func ClientWithRenewInterval(d time.Duration) ClientOption {
 // a Mutex locked again (LockContext) holds again with the same token. If
 // the store was up without this process (cut off alone), the hold ended,
 // as without a grace. The session is given up at the deadline + d + TTL
-// at the latest; a holder that dies in an outage is replaced a TTL of the
-// store's up-time after the store is back, or a grace past its session's
-// expiry if sooner. A holder cut off alone, or crashed, while the store is
-// up for others, is taken over about when its session expires, as without
-// a grace. Give every process of a store the same grace;
-// on a store that keeps no record of up-time, it changes nothing. d must
-// be whole milliseconds, at most 10 minutes and at most the bucket span
+// at the latest. A holder cut off alone, or crashed, while the store is
+// up for others, is taken over about when its session expires, as
+// without a grace, where other processes renew meanwhile (where none
+// does, the store's record cannot tell a crash from an outage: a grace
+// past its expiry); one that died during an outage, a TTL of the store's
+// up-time after the store is back (or a grace past its session's expiry,
+// if sooner). Give every process of a store the same grace; on a store
+// that keeps no record of up-time, it changes nothing. d must be whole
+// milliseconds, at most 10 minutes and at most the bucket span
 // (ClientWithBucketSpan) less the TTL less 2 s.
 func ClientWithOutageGrace(d time.Duration) ClientOption {
 	return func(c *clientConfig) error {
@@ -119,7 +135,7 @@ func ClientWithOutageGrace(d time.Duration) ClientOption {
 		case d%time.Millisecond != 0:
 			return fmt.Errorf("dsync: outage grace %v is not a whole number of milliseconds", d)
 		}
-		c.lease.Grace, c.engine.OutageGrace = d, d
+		c.lease.Grace, c.engine.OutageGrace, c.graceSet = d, d, true
 		return nil
 	}
 }
@@ -271,7 +287,7 @@ func ClientWithBucketSpan(d time.Duration) ClientOption {
 func ClientWithObserver(o event.Observer) ClientOption {
 	return func(c *clientConfig) error {
 		if o.Acquired == nil && o.AcquireFailed == nil && o.Released == nil && o.Lost == nil &&
-			o.Waiting == nil && o.Renewed == nil && o.RenewFailed == nil && o.Dropped == nil && o.DeadlockBroken == nil {
+			o.Waiting == nil && o.Renewed == nil && o.RenewFailed == nil && o.Dropped == nil && o.DeadlockBroken == nil && o.OutageRidden == nil {
 			return errors.New("dsync: an observer with no callback")
 		}
 		c.observer = &o
@@ -300,8 +316,34 @@ func newClientConfig(store driver.Store, opts []ClientOption) (clientConfig, dri
 			return cfg, nil, err
 		}
 	}
+	cfg.defaultGrace()
 	if err := cfg.lease.Settle(); err != nil {
 		return cfg, nil, err
 	}
 	return cfg, store, nil
+}
+
+// defaultGrace gives cfg the default outage grace unless one was set:
+// DefaultOutageGrace, or less where the bucket span leaves less beside
+// the TTL (lease.GraceFits), in whole milliseconds; none where it leaves
+// nothing.
+func (c *clientConfig) defaultGrace() {
+	if c.graceSet {
+		return
+	}
+	g := min(DefaultOutageGrace, c.engine.Span-c.lease.TTL-lease.GraceSlack).Truncate(time.Millisecond)
+	c.lease.Grace, c.engine.OutageGrace = max(g, 0), max(g, 0)
+}
+
+// graceFits checks a grace set by ClientWithOutageGrace against a TTL and
+// the store's bucket span (lease.GraceFits). The default grace is not
+// checked: it was fitted to the span NewClient knew, and where a store's
+// span adopted later leaves it too little, a suspended hold whose key's
+// coverage lapsed does not resume (its check finds the key uncovered), so
+// the default costs nothing there.
+func (c *clientConfig) graceFits(ttl, span time.Duration) error {
+	if !c.graceSet {
+		return nil
+	}
+	return lease.GraceFits(c.lease.Grace, ttl, span)
 }

@@ -64,7 +64,8 @@
 //     send time of the session's last confirmed open or renewal plus the
 //     TTL minus a margin of TTL/20. A confirmation that arrives after that
 //     deadline does not count, and the session is then retired for good:
-//     its holds are lost and its waiting claims withdrawn. The deadline
+//     its holds are lost and its waiting claims withdrawn (with an outage
+//     grace, the default, suspended first: see below). The deadline
 //     counts time the machine spends suspended where the platform allows
 //     (see Suspend below).
 //   - At the deadline Lost() is closed, whether or not the store can be
@@ -78,6 +79,17 @@
 //     with an error bound (see package clockcheck), so the clocks of the
 //     processes may differ by any amount. It records that judgment, so a
 //     renewal that arrives later cannot bring the claim back.
+//   - With an outage grace (ClientWithOutageGrace; DefaultOutageGrace by
+//     default), an outage of the whole store costs no hold: a claim is
+//     judged dead only once the store's record of up-time (the times it
+//     applied each process's renewals) shows it up for a TTL after its
+//     owner's last renewal, or a grace past the expiry. Lost() still
+//     closes at the deadline, with ErrSuspended; once the store is back, a
+//     Mutex locked again (LockContext, without Unlock) holds again with
+//     the same token if nobody could have taken over, and returns an error
+//     wrapping ErrLost if the hold ended. A holder cut off alone is taken
+//     over about when its session expires, as without a grace, where
+//     other processes renew meanwhile; where none does, a grace later.
 //   - These hold even when a request reaches the store long after its
 //     sender gave up on it, or after the sender's later requests (a
 //     stalled connection delivers its bytes late): a late renewal can only

@@ -68,7 +68,7 @@ func newPurposeStore(mem *memory.Store, rng *rand.Rand) *purposeStore {
 		if c.Op == "GetRun" {
 			return driver.ErrRunsUnsupported
 		}
-		if p, ok := purposes[c.Op]; ok {
+		if p, ok := purposes[renewalAsOne(c.Op)]; ok {
 			s.count(p)
 		}
 		return nil

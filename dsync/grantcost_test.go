@@ -53,8 +53,8 @@ func newCostStore(mem *memory.Store, rng *rand.Rand, runs bool) *costStore {
 // count counts a request, which then takes from half a millisecond to one
 // and a half (so that processes do not run in lockstep).
 func (s *costStore) count(_ context.Context, c memory.Call, _ func() error) error {
-	name := c.Op
-	switch c.Op {
+	name := renewalAsOne(c.Op)
+	switch name {
 	case "Insert", "InsertOrdered", "InsertEach", "Delete", "InsertSession", "RenewSession", "GetSession", "Publish":
 	case "Get":
 		name += " " + idKind(c.IDs[0])

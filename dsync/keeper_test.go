@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 )
 
@@ -47,6 +48,9 @@ func (b *lateRenewals) RenewSession(ctx context.Context, session string, gen int
 	}
 	return b.Store.RenewSession(ctx, session, gen, expires)
 }
+
+// Roles: the store's, without the record of up-time (withoutUptime).
+func (b *lateRenewals) Roles() driver.Roles { return withoutUptime(b.Store.Roles()) }
 
 // TestLateConfirmationRetiresTheSession: a renewal confirmed after the
 // deadline does not count, and the session is over: the keeper must not

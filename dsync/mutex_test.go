@@ -364,7 +364,9 @@ func TestClaimPastTheSessionDeadlineDoesNotHold(t *testing.T) {
 		f.renewDown.Store(true)
 		mem := newClient(t, store)
 		var reported []error
-		m := newMutex(t, newClient(t, f, dsync.ClientWithTTL(time.Second),
+		// Without an outage grace: the lease ends at its deadline (with
+		// one it is suspended, and the claim waits for its check).
+		m := newMutex(t, newClient(t, f, dsync.ClientWithTTL(time.Second), dsync.ClientWithOutageGrace(0),
 			dsync.ClientWithErrorHandler(func(err error) { reported = append(reported, err) })), "k")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -582,6 +584,9 @@ func TestUnlockAfterPausePastDeadlineReportsLost(t *testing.T) {
 		t.Run(fmt.Sprintf("lost-looked-at-first=%v", lookFirst), func(t *testing.T) {
 			clock := &stuckClock{now: time.Now()}
 			mem := dsync.NewMemClient(dsync.ClientWithTTL(time.Minute), dsync.WithClock(clock))
+			// With an outage grace (the default) the session is suspended,
+			// and checked until Close, on a clock whose timers never run.
+			t.Cleanup(func() { _ = mem.Close() })
 			m := newMutex(t, mem.Client, "k")
 			m.Lock()
 			clock.advance(2 * time.Minute) // paused past the deadline; no timer ran
@@ -606,15 +611,26 @@ func TestUnlockAfterPausePastDeadlineReportsLost(t *testing.T) {
 // Lock backs off between attempts as it does after errors, instead of
 // sending one attempt after another at the speed of the server.
 func TestLateRepliesBackOff(t *testing.T) {
+	t.Run("without a grace", func(t *testing.T) { lateRepliesBackOff(t, false) })
+	// With one (the default) the lease is suspended at its deadline, not
+	// ended, and the error does not say the lease ended.
+	t.Run("with a grace", func(t *testing.T) { lateRepliesBackOff(t, true) })
+}
+
+func lateRepliesBackOff(t *testing.T, withGrace bool) {
+	grace := dsync.ClientWithOutageGrace(0)
+	if withGrace {
+		grace = dsync.ClientWithOutageGrace(dsync.DefaultOutageGrace)
+	}
 	synctest.Test(t, func(t *testing.T) {
 		f := newFlaky(memory.New())
 		f.acquireWait = 150 * time.Millisecond
 		f.renewDown.Store(true)
 		attempts := &f.claims
-		m := newMutex(t, newClient(t, f, dsync.ClientWithTTL(dsync.MinTTL)), "k")
+		m := newMutex(t, newClient(t, f, dsync.ClientWithTTL(dsync.MinTTL), grace), "k")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := m.LockContext(ctx); !errors.Is(err, context.DeadlineExceeded) || !leaseEndedOnce(err) {
+		if err := m.LockContext(ctx); !errors.Is(err, context.DeadlineExceeded) || (!leaseEndedOnce(err) && !withGrace) {
 			t.Fatalf("LockContext = %v, want the deadline with the last error, the lease's end", err)
 		}
 		// Without backoff: 30 s / 150 ms = 200 attempts. With it, the

@@ -166,6 +166,9 @@ func (s *lostRecords) RenewSession(ctx context.Context, id string, gen int, expi
 	return s.Store.RenewSession(ctx, id, gen, expires)
 }
 
+// Roles: the store's, without the record of up-time (withoutUptime).
+func (s *lostRecords) Roles() driver.Roles { return withoutUptime(s.Store.Roles()) }
+
 func (s *lostRecords) InsertSession(ctx context.Context, sess driver.Session) error {
 	if s.renewDown.Load() && sess.Gen > 0 {
 		return errDown

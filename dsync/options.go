@@ -18,6 +18,12 @@ const (
 	// a hold stays valid without a successful renewal, and so how long a
 	// crashed holder blocks others.
 	DefaultTTL = 15 * time.Second
+	// DefaultOutageGrace is how long an outage of the whole store a
+	// Client's holds ride through by default (ClientWithOutageGrace):
+	// MongoDB elects a new primary within electionTimeoutMillis (10 s by
+	// default) and a median under 12 s, so 30 s covers an election, a
+	// stepdown and a restart with room to spare.
+	DefaultOutageGrace = 30 * time.Second
 	// MinTTL is the shortest TTL accepted. A hold counts only if the
 	// store's reply arrives within TTL − TTL/20 of the request, and is
 	// renewed every TTL/3: below this, a round trip to a server on another

@@ -40,7 +40,7 @@ func (c *callCount) hook(_ context.Context, call memory.Call, _ func() error) er
 	if c.n == nil {
 		c.n = make(map[string]int)
 	}
-	c.n[call.Op]++
+	c.n[renewalAsOne(call.Op)]++
 	return nil
 }
 

@@ -27,7 +27,7 @@ func TestQueueKeepsAnExpiredClaimExpired(t *testing.T) {
 		mem := memory.New()
 		cut := newFlaky(mem) // renewals cut off at will
 		const ttl = 2 * time.Second
-		h := newClient(t, cut, dsync.ClientWithTTL(ttl))
+		h := newClient(t, cut, dsync.ClientWithTTL(ttl), dsync.ClientWithOutageGrace(0)) // judged by its expiry
 		m := newMutex(t, h, "k")
 		m.Lock()
 		reader := newClient(t, mem)
@@ -106,7 +106,7 @@ func TestQueueExpiredLastsPastTheExpiryReported(t *testing.T) {
 		mem := memory.New()
 		cut := newFlaky(mem)
 		const ttl = 2 * time.Second
-		m := newMutex(t, newClient(t, cut, dsync.ClientWithTTL(ttl)), "k")
+		m := newMutex(t, newClient(t, cut, dsync.ClientWithTTL(ttl), dsync.ClientWithOutageGrace(0)), "k") // judged by its expiry
 		m.Lock()
 		rs := &emptiedSessions{Store: mem}
 		reader := newClient(t, rs)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/driver"
 	"github.com/go-dsync/dsync/dsync/driver/memory"
 	"github.com/go-dsync/dsync/statuspage"
 )
@@ -25,6 +26,9 @@ func (s *sentRenewals) RenewSession(ctx context.Context, session string, gen int
 	s.mu.Unlock()
 	return s.Store.RenewSession(ctx, session, gen, expires)
 }
+
+// Roles: the store's, without the record of up-time (withoutUptime).
+func (s *sentRenewals) Roles() driver.Roles { return withoutUptime(s.Store.Roles()) }
 
 // TestNoRenewalPastTheDeadline: a holder whose timers all ran late (a
 // pause, a suspend) must not renew once its local deadline has passed:

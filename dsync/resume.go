@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/go-dsync/dsync/dsync/event"
 	"github.com/go-dsync/dsync/dsync/internal/backoff"
 	"github.com/go-dsync/dsync/dsync/internal/lease"
 )
@@ -14,10 +16,20 @@ import (
 // Mutex locked again (retake), or released once the verdict came, never
 // while its session is suspended (its check would find it ended).
 
-// resumed is told the holds whose claims a resume kept: each holds
-// again (Close ends it), and one of a primitive that does not take holds
-// back is released at once (the keeper releases the others: Release).
-func (c *Client) resumed(holds []*hold) {
+// resumed is told the session resumed, the holds whose claims its resume
+// kept, and when it was suspended: the observer is told of the outage
+// ridden through (event.Observer.OutageRidden), and the store keeps a
+// record of it (outage_record.go); each hold holds again (Close ends
+// it), and one of a primitive that does not take holds back is released
+// at once (the keeper releases the others: Release).
+func (c *Client) resumed(session string, holds []*hold, suspended time.Time) {
+	resumed := c.cfg.lease.Clock.Now()
+	c.observe(func(o *event.Observer) {
+		if o.OutageRidden != nil {
+			o.OutageRidden(event.Outage{Suspended: suspended, Resumed: resumed, Holds: len(holds)})
+		}
+	})
+	c.recordOutageLater(session, suspended, resumed, len(holds))
 	for _, h := range holds {
 		c.claimLost(h.claim.Nonce, false)
 		if !h.p.retakes && h.keeper.LetGo(h) {

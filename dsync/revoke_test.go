@@ -41,7 +41,7 @@ func (s *sessionsSeen) see(_ context.Context, c memory.Call, _ func() error) err
 		s.mu.Lock()
 		s.ids = append(s.ids, c.Session.ID)
 		s.mu.Unlock()
-	case "RenewSession":
+	case "RenewSession", "RenewSessionUp":
 		time.Sleep(s.renewTakes)
 		s.mu.Lock()
 		s.renewals++

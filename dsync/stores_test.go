@@ -81,7 +81,7 @@ func (f *flaky) call(_ context.Context, c memory.Call, serve func() error) error
 			time.Sleep(f.acquireWait)
 			return err
 		}
-	case "RenewSession":
+	case "RenewSession", "RenewSessionUp":
 		f.renewCalls.Add(1)
 		if f.renewDown.Load() {
 			return errDown
@@ -114,6 +114,9 @@ func (f *forgetful) RenewSession(ctx context.Context, id string, gen int, expire
 	return f.Store.RenewSession(ctx, id, gen, expires)
 }
 
+// Roles: the store's, without the record of up-time (withoutUptime).
+func (f *forgetful) Roles() driver.Roles { return withoutUptime(f.Store.Roles()) }
+
 // hanging is a store whose renewals and end markers block, while hang is
 // set, until stuck is closed or their context ends.
 type hanging struct {
@@ -125,7 +128,7 @@ type hanging struct {
 func newHanging() *hanging {
 	h := &hanging{stuck: make(chan struct{})}
 	h.Store = memory.New().Intercept(func(ctx context.Context, c memory.Call, _ func() error) error {
-		if !h.hang.Load() || c.Op != "RenewSession" && c.Op != "Insert" && (c.Op != "InsertSession" || c.Session.Gen == 0) {
+		if !h.hang.Load() || c.Op != "RenewSession" && c.Op != "RenewSessionUp" && c.Op != "Insert" && (c.Op != "InsertSession" || c.Session.Gen == 0) {
 			return nil
 		}
 		select {
@@ -141,6 +144,9 @@ func newHanging() *hanging {
 // unanswered is a store whose sessions wait for their context to end and
 // then fail as a driver does, wrapping the context's error.
 type unanswered struct{ *memory.Store }
+
+// Roles: the store's, without the record of up-time (withoutUptime).
+func (u unanswered) Roles() driver.Roles { return withoutUptime(u.Store.Roles()) }
 
 func (unanswered) InsertSession(ctx context.Context, _ driver.Session) error {
 	<-ctx.Done()
@@ -175,4 +181,24 @@ func (r *racing) InsertOrdered(ctx context.Context, docs []driver.Doc) (int, err
 		}
 	}
 	return r.Store.InsertOrdered(ctx, docs)
+}
+
+// renewalAsOne names a session's renewal with the record of up-time
+// (RenewSessionUp, a Client's with an outage grace: the default) as the
+// renewal it is, so that counts and faults by operation treat both alike.
+func renewalAsOne(op string) string {
+	if op == "RenewSessionUp" {
+		return "RenewSession"
+	}
+	return op
+}
+
+// withoutUptime returns a fake's roles without the record of up-time
+// (driver.UptimeStore). A Client with an outage grace, the default,
+// renews through that role, past a fake that intercepts RenewSession;
+// without it the Client has no grace and renews through RenewSession,
+// the behaviour the fake's tests are about.
+func withoutUptime(r driver.Roles) driver.Roles {
+	r.Uptime = nil
+	return r
 }

@@ -25,6 +25,7 @@ func TestLostClosesAtResumePastDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		counter, suspendFor := suspend.Fake()
 		mem := dsync.NewMemClient(dsync.ClientWithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
+		defer mem.Close() // a suspended session (the default grace) is checked until then
 		m := newMutex(t, mem.Client, "k")
 		m.Lock()
 		lost := m.Lost() // taken before the suspend: only the deadline timer can close it
@@ -53,6 +54,7 @@ func TestCallsAfterResumePastDeadlineSeeTheLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		counter, suspendFor := suspend.Fake()
 		mem := dsync.NewMemClient(dsync.ClientWithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
+		defer mem.Close() // a suspended session (the default grace) is checked until then
 		m := newMutex(t, mem.Client, "k")
 		m.Lock()
 		time.Sleep(2 * time.Second)
@@ -74,6 +76,7 @@ func TestShortSuspendKeepsTheHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		counter, suspendFor := suspend.Fake()
 		mem := dsync.NewMemClient(dsync.ClientWithTTL(15*time.Second), dsync.WithClock(dsync.SuspendClock(counter)))
+		defer mem.Close() // a suspended session (the default grace) is checked until then
 		m := newMutex(t, mem.Client, "k")
 		m.Lock()
 		lost := m.Lost()
@@ -101,6 +104,7 @@ func TestValidUntilIsOnTimeNowsScale(t *testing.T) {
 		counter, suspendFor := suspend.Fake()
 		mem := dsync.NewMemClient(dsync.ClientWithTTL(15*time.Second), dsync.ClientWithRenewInterval(14*time.Second),
 			dsync.WithClock(dsync.SuspendClock(counter)))
+		defer mem.Close() // a suspended session (the default grace) is checked until then
 		m := newMutex(t, mem.Client, "k")
 		suspendFor(time.Hour)
 		m.Lock()
@@ -132,6 +136,9 @@ func (p *partitioned) RenewSession(ctx context.Context, id string, gen int, expi
 	}
 	return p.Store.RenewSession(ctx, id, gen, expires)
 }
+
+// Roles: the store's, without the record of up-time (withoutUptime).
+func (p *partitioned) Roles() driver.Roles { return withoutUptime(p.Store.Roles()) }
 
 // InsertSession: a generation above 0 is a renewal's.
 func (p *partitioned) InsertSession(ctx context.Context, s driver.Session) error {

@@ -50,9 +50,14 @@ type Roles struct {
 	// it, direct hints are not turned on by default.
 	Loopback LoopbackReporter
 	// Uptime renews sessions with a record of when the store was up, and
-	// reads that record back. dsync renews through it only with an outage
-	// grace, which no Client sets yet, and reads it nowhere yet: sessions
-	// are judged by their expiry alone.
+	// reads that record back. A Client with an outage grace (the default:
+	// dsync.ClientWithOutageGrace) renews through it instead of
+	// RenewSession, and its waiters judge a claim with a grace by that
+	// record. Without it, no hold rides through an outage, and sessions
+	// are judged by their expiry alone. A wrapper that overrides
+	// RenewSession or InsertSession to see or fail renewals must override
+	// Roles too, wrapping this role's renewals or setting it to nil:
+	// otherwise renewals go past it.
 	Uptime UptimeStore
 	// Waits keeps lock sets' notes that they wait while they hold, and
 	// Deadlocks the records of deadlocks broken: the wait-for graph
@@ -61,6 +66,10 @@ type Roles struct {
 	// detect no deadlock. No rule of the queue reads them.
 	Waits     WaitStore
 	Deadlocks DeadlockStore
+	// Outages records the outages of the store that sessions rode
+	// through (Uptime's resumes). Without it, none is recorded, and
+	// statuspage.Reader.Outages lists none.
+	Outages OutageStore
 }
 
 // RunReader reads a stretch of a key's queue in one request (Roles.Runs).

@@ -46,6 +46,23 @@ type Observer struct {
 	// DeadlockBroken: a lock set of this Client (package dsync/lockset)
 	// gave up its wait as the youngest set of a deadlock.
 	DeadlockBroken func(Deadlock)
+	// OutageRidden: the Client's lease, suspended at its deadline in an
+	// outage of the whole store (dsync.ClientWithOutageGrace), resumed
+	// once the store was back: the holds it had were lost (Lost was told,
+	// with dsync.ErrSuspended) but their claims kept, for their owners to
+	// take back with the same tokens.
+	OutageRidden func(Outage)
+}
+
+// An Outage is an outage of the whole store that a Client's lease rode
+// through (Observer.OutageRidden).
+type Outage struct {
+	// Suspended and Resumed are when the lease was suspended (its
+	// deadline: its holds' Lost closed then) and resumed, on the Client's
+	// clock. The store's outage began up to a TTL earlier.
+	Suspended, Resumed time.Time
+	// Holds is how many holds' claims the resume kept.
+	Holds int
 }
 
 // Kind names the primitive an event is of.

@@ -230,9 +230,11 @@ func TestTryClaimNeverQueues(t *testing.T) {
 // TestTakeoverAfterSessionExpiryOnly: a claim whose session stops being
 // renewed blocks the queue until the session has expired in server time;
 // then the next claim holds, and the dead claim is marked so that a late
-// renewal of its session cannot bring it back.
+// renewal of its session cannot bring it back. The processes have no
+// outage grace: nothing here renews a session (the calls are the
+// engine's), so no record of up-time could prove alice's session dead.
 func TestTakeoverAfterSessionExpiryOnly(t *testing.T) {
-	ps := newProcs(t, 3)
+	ps := newProcs(t, 3, dsync.ClientWithOutageGrace(0))
 	ctx := testCtx(t, time.Minute)
 	const ttl = time.Second
 	warmUp(ctx, t, ps[1].b) // start the waiter's estimator outside the timing
@@ -540,10 +542,14 @@ func TestStaleKnowledgeIsCaughtByTheFloor(t *testing.T) {
 
 func TestSkewedClientClocksExcludeEachOther(t *testing.T) {
 	t.Parallel()
-	ahead := newProcs(t, 1, WithClock(skewClock{time.Hour}))[0]
+	// Without an outage grace: the sessions here are opened one by one and
+	// renewed by no one, so no renewal would prove the store up after the
+	// holder's expiry, and the grace would hold the key for its length.
+	noGrace := dsync.ClientWithOutageGrace(0)
+	ahead := newProcs(t, 1, WithClock(skewClock{time.Hour}), noGrace)[0]
 	behind := &proc{cmd: &counter{}}
 	behind.db = mongotest.SameDatabase(t, ahead.db, behind.cmd.monitor())
-	behind.b = newBackend(t, behind.db, WithClock(skewClock{-time.Hour}))
+	behind.b = newBackend(t, behind.db, WithClock(skewClock{-time.Hour}), noGrace)
 	ctx := testCtx(t, time.Minute)
 	const ttl = time.Second
 

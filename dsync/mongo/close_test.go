@@ -91,7 +91,10 @@ func TestCloseSendsNothingOnceTheServerIsGone(t *testing.T) {
 	}
 	stop, judged, resume := stopWhenJudged()
 	defer resume()
-	p := newProcs(t, 1, withoutWakeups(), withFault(fault), dsync.ClientWithTTL(time.Second), stop)[0]
+	// Without an outage grace the session is judged over at its deadline;
+	// with one it is suspended, and Close marks its claims dead (the server may
+	// be back: lease.TestCloseWhileSuspended).
+	p := newProcs(t, 1, withoutWakeups(), withFault(fault), dsync.ClientWithTTL(time.Second), dsync.ClientWithOutageGrace(0), stop)[0]
 	p.cmd.onStart = func(e *event.CommandStartedEvent) {
 		// Called with the counter's lock held: the kinds the driver and
 		// the clock estimate send on their own are not Close's.

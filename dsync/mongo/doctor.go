@@ -60,11 +60,18 @@ type Finding struct {
 type DoctorConfig struct {
 	TTL           time.Duration // the Client's lease (dsync.ClientWithTTL); must be positive
 	RenewInterval time.Duration // dsync.ClientWithRenewInterval; a third of the TTL if zero
+	// OutageGrace is the Client's outage grace (dsync.ClientWithOutageGrace):
+	// dsync.DefaultOutageGrace if zero; negative: none.
+	OutageGrace time.Duration
 }
 
 // electionTime is what a primary election takes beyond its timeout: the
 // heartbeats that notice, the vote and the new primary's catch-up.
 const electionTime = 2 * time.Second
+
+// defaultOutageGrace is dsync.DefaultOutageGrace, which this package
+// does not import (TestDoctorJudgesFailover checks they agree).
+const defaultOutageGrace = 30 * time.Second
 
 // defaultElectionTimeout is MongoDB's settings.electionTimeoutMillis.
 const defaultElectionTimeout = 10 * time.Second
@@ -83,6 +90,12 @@ func Doctor(ctx context.Context, db *mongo.Database, dc DoctorConfig, opts ...Op
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case dc.OutageGrace == 0:
+		dc.OutageGrace = defaultOutageGrace
+	case dc.OutageGrace < 0:
+		dc.OutageGrace = 0
 	}
 	if dc.RenewInterval == 0 {
 		dc.RenewInterval = dc.TTL / 3

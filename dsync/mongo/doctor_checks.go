@@ -117,14 +117,16 @@ func (d *doctor) failover(ctx context.Context) {
 			}
 		}
 	}
-	d.add(failoverFinding(timeout, known, d.cfg.TTL, d.cfg.RenewInterval))
+	d.add(failoverFinding(timeout, known, d.cfg.TTL, d.cfg.RenewInterval, d.cfg.OutageGrace))
 }
 
 // failoverFinding judges whether a hold outlasts an election that starts
 // electionTimeout after the primary stops answering: in the worst case
 // the last confirmed renewal was sent a renew interval before, and the
-// hold ends TTL − TTL/20 after that send.
-func failoverFinding(electionTimeout time.Duration, known bool, ttl, renew time.Duration) Finding {
+// hold's deadline is TTL − TTL/20 after that send. Past it, an outage
+// grace at least as long as the election has the hold taken back with
+// its token once the new primary serves.
+func failoverFinding(electionTimeout time.Duration, known bool, ttl, renew, grace time.Duration) Finding {
 	election := electionTimeout + electionTime
 	left := ttl - driver.Margin(ttl) - renew
 	source := fmt.Sprintf("electionTimeoutMillis %d", electionTimeout.Milliseconds())
@@ -133,14 +135,19 @@ func failoverFinding(electionTimeout time.Duration, known bool, ttl, renew time.
 	}
 	found := fmt.Sprintf("a primary election takes about %v (%s, plus about %v); a hold with TTL %v and renew interval %v lasts at least %v without a renewal",
 		election, source, electionTime, ttl, renew, left)
-	if left > election {
+	switch {
+	case left > election:
 		return Finding{Check: "failover", Status: Pass, Found: found + ": holds ride through an election"}
+	case grace >= election:
+		return Finding{Check: "failover", Status: Pass, Found: found + fmt.Sprintf(
+			"; with an outage grace of %v, holds ride through an election: Lost() may close in it, and a Mutex locked again (Campaign called again) takes the hold (the term) back with its token once the new primary serves", grace)}
 	}
 	// TTL × (1 − 1/MarginDivisor − 1/3) must exceed the election, with
 	// the renew interval at its default third of the TTL.
 	need := time.Duration(math.Ceil(float64(election)/(1-1.0/driver.MarginDivisor-1.0/3)/float64(time.Second))) * time.Second
-	return Finding{Check: "failover", Status: Warn, Found: found + ": a hold can be lost during an election (Lost() closes, a leader steps down)",
-		Fix: fmt.Sprintf("for holds that must ride through an election use a TTL of at least %v (dsync.ClientWithTTL on the Client; dsync lock --ttl), at the cost of a crashed holder's lock waiting that long", need)}
+	return Finding{Check: "failover", Status: Warn, Found: found + fmt.Sprintf(", and the outage grace is %v: a hold can be lost during an election (Lost() closes, a leader steps down) and taken over", grace),
+		Fix: fmt.Sprintf("give every process an outage grace of at least %v (dsync.ClientWithOutageGrace; dsync --outage-grace; the default is %v), or a TTL of at least %v (dsync.ClientWithTTL; dsync lock --ttl), at the cost of a crashed holder's lock waiting that long",
+			election, defaultOutageGrace, need)}
 }
 
 // drop drops a scratch collection, best effort.

@@ -180,25 +180,31 @@ func TestDoctorReadsDeployments(t *testing.T) {
 }
 
 func TestDoctorJudgesFailover(t *testing.T) {
+	if defaultOutageGrace != dsync.DefaultOutageGrace {
+		t.Fatalf("the doctor's default outage grace %v, dsync's %v", defaultOutageGrace, dsync.DefaultOutageGrace)
+	}
 	for _, tc := range []struct {
-		timeout    time.Duration
-		ttl, renew time.Duration
-		status     Status
-		want       string
+		timeout           time.Duration
+		ttl, renew, grace time.Duration
+		status            Status
+		want              string
 	}{
 		// The defaults: 15 s TTL, renewed every 5 s, leaves 9.25 s; an
-		// election takes about 12 s.
-		{10 * time.Second, 15 * time.Second, 5 * time.Second, Warn, "at least 20s"},
-		{10 * time.Second, 20 * time.Second, 20 * time.Second / 3, Pass, "ride through"},
-		{5 * time.Second, 15 * time.Second, 5 * time.Second, Pass, "ride through"},
-		{10 * time.Second, 30 * time.Second, 10 * time.Second, Pass, "ride through"},
+		// election takes about 12 s; the default grace, 30 s, covers it.
+		{10 * time.Second, 15 * time.Second, 5 * time.Second, dsync.DefaultOutageGrace, Pass, "outage grace of 30s"},
+		{10 * time.Second, 15 * time.Second, 5 * time.Second, 0, Warn, "at least 20s"},
+		{10 * time.Second, 15 * time.Second, 5 * time.Second, 5 * time.Second, Warn, "outage grace of at least 12s"},
+		{30 * time.Second, 15 * time.Second, 5 * time.Second, dsync.DefaultOutageGrace, Warn, "outage grace of at least 32s"},
+		{10 * time.Second, 20 * time.Second, 20 * time.Second / 3, 0, Pass, "ride through"},
+		{5 * time.Second, 15 * time.Second, 5 * time.Second, 0, Pass, "ride through"},
+		{10 * time.Second, 30 * time.Second, 10 * time.Second, 0, Pass, "ride through"},
 	} {
-		f := failoverFinding(tc.timeout, true, tc.ttl, tc.renew)
+		f := failoverFinding(tc.timeout, true, tc.ttl, tc.renew, tc.grace)
 		if f.Status != tc.status || !strings.Contains(f.Found+f.Fix, tc.want) {
-			t.Errorf("election timeout %v, TTL %v, renew %v: %s %q %q, want %s with %q", tc.timeout, tc.ttl, tc.renew, f.Status, f.Found, f.Fix, tc.status, tc.want)
+			t.Errorf("election timeout %v, TTL %v, renew %v, grace %v: %s %q %q, want %s with %q", tc.timeout, tc.ttl, tc.renew, tc.grace, f.Status, f.Found, f.Fix, tc.status, tc.want)
 		}
 	}
-	if f := failoverFinding(defaultElectionTimeout, false, dsync.DefaultTTL, dsync.DefaultTTL/3); !strings.Contains(f.Found, "default electionTimeoutMillis") {
+	if f := failoverFinding(defaultElectionTimeout, false, dsync.DefaultTTL, dsync.DefaultTTL/3, 0); !strings.Contains(f.Found, "default electionTimeoutMillis") {
 		t.Errorf("an unknown timeout is not said to be the default: %q", f.Found)
 	}
 }

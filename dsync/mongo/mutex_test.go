@@ -253,6 +253,48 @@ func (c *crashable) InsertSession(ctx context.Context, s driver.Session) error {
 	return err
 }
 
+// Roles: the store's, with renewals through the record of up-time (a
+// Client's with an outage grace, the default) crashing too.
+func (c *crashable) Roles() driver.Roles {
+	r := c.Store.Roles()
+	if r.Uptime != nil {
+		r.Uptime = crashableUptime{UptimeStore: r.Uptime, c: c}
+	}
+	return r
+}
+
+// crashableUptime is the record of up-time of a crashable store: its
+// renewals fail once the process crashed.
+type crashableUptime struct {
+	driver.UptimeStore
+	c *crashable
+}
+
+func (u crashableUptime) RenewSessionUp(ctx context.Context, id string, gen int, expires time.Time, up []driver.UpSpan) (time.Time, bool, error) {
+	if u.c.crashed.Load() {
+		return time.Time{}, false, errCrashed
+	}
+	sent := time.Now()
+	applied, found, err := u.UptimeStore.RenewSessionUp(ctx, id, gen, expires, up)
+	if err == nil && found {
+		u.c.renewed(sent)
+	}
+	return applied, found, err
+}
+
+// InsertSessionUp: a generation above 0 is a renewal's.
+func (u crashableUptime) InsertSessionUp(ctx context.Context, s driver.Session) error {
+	if s.Gen > 0 && u.c.crashed.Load() {
+		return errCrashed
+	}
+	sent := time.Now()
+	err := u.UptimeStore.InsertSessionUp(ctx, s)
+	if err == nil && s.Gen > 0 {
+		u.c.renewed(sent)
+	}
+	return err
+}
+
 func (c *crashable) Insert(ctx context.Context, d driver.Doc) error {
 	if c.crashed.Load() {
 		return errCrashed

@@ -10,8 +10,8 @@ import (
 // Roles implements driver.Store: it returns every role of the contract.
 // Each role is served by the part of the store that owns its state: the
 // wake-up feed (feed.go), the sessions collection (sessions.go: peers,
-// revocations, stall records, lock sets' wait notes and deadlock
-// records), the directory of keys (directory.go), what
+// revocations, stall records, lock sets' wait notes, deadlock records
+// and outage records: outage.go), the directory of keys (directory.go), what
 // the store learned of its deployment (deployment.go: loopback), the
 // store itself for runs, the sweeper and reads (storeRoles), and for the
 // record of up-time, which its session documents keep
@@ -22,7 +22,7 @@ func (s *Store) Roles() driver.Roles {
 		Runs: r, Maintenance: r, Reads: r, KeyCheck: keyLimits{},
 		Directory: s.dir, Feed: s.feed, FeedPause: s.feed,
 		Peers: s.sessions, Revocations: s.sessions, Stalls: s.sessions, Loopback: loopbackRole{s},
-		Uptime: s, Waits: s.sessions, Deadlocks: s.sessions,
+		Uptime: s, Waits: s.sessions, Deadlocks: s.sessions, Outages: s.sessions,
 	}
 }
 
@@ -49,6 +49,7 @@ var (
 	_ driver.StallStore       = (*sessionStore)(nil)
 	_ driver.WaitStore        = (*sessionStore)(nil)
 	_ driver.DeadlockStore    = (*sessionStore)(nil)
+	_ driver.OutageStore      = (*sessionStore)(nil)
 	_ driver.LoopbackReporter = loopbackRole{}
 	_ driver.UptimeStore      = (*Store)(nil)
 )

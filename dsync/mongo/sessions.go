@@ -107,6 +107,7 @@ func (ss *sessionStore) clean(ctx context.Context) {
 		bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}},
 		oldStalls(now),
 		oldWaits(now),
+		oldOutages(now),
 	}}}
 	if _, err := ss.writer.deleteWhere(ctx, ss.coll, "clean sessions", filter); err != nil {
 		ss.cfg.logger.Debug("dsyncmongo: deleting expired sessions and old records failed", "err", err)

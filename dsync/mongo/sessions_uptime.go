@@ -70,11 +70,12 @@ func (s *Store) RenewSessionUp(ctx context.Context, id string, gen int, expires 
 // never goes back, and the evidence must not rest on that. The spans
 // that end before since are left out. The sessions collection holds a
 // document per process started within sessionRetention, so the read is
-// small. Nothing in dsync sends it yet.
+// small.
 func (s *Store) ReadUptime(ctx context.Context, since time.Time) (driver.Uptime, error) {
 	coll := s.sessions.coll.Clone(options.Collection().SetReadConcern(readconcern.Majority()))
 	// Session IDs are xids ([0-9a-v]); the other documents of the
-	// collection (the clock's, peers', revocations', stall records') have
+	// collection (the clock's, peers', revocations', stall, wait, deadlock
+	// and outage records') have
 	// _ids that begin with "#", which sorts before "0".
 	filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: "0"}}}}
 	proj := bson.D{{Key: "expiresAt", Value: 1}, {Key: "seen", Value: 1}, {Key: "up", Value: 1}, {Key: "v", Value: 1}}

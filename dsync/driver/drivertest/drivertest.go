@@ -80,6 +80,9 @@
 //   - Deadlocks (Deadlocks): of many records of one victim and note, one
 //     succeeds and stays, its cycle whole; a listing since a time has
 //     exactly the records sent since.
+//   - Outage (Outages): of many records of one suspension, one succeeds
+//     and stays, every field as sent; a listing since a time has exactly
+//     the records sent since; a record is no session, nor up-time.
 //   - UptimeStamps, UptimeRead (Uptime): a renewal with a record of
 //     up-time renews as RenewSession does and is stamped with the store's
 //     time, stamps never going back; a read returns the spans and stamps
@@ -183,6 +186,7 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("Stall", s.testStall)
 	t.Run("Waits", s.testWaits)
 	t.Run("Deadlocks", s.testDeadlocks)
+	t.Run("Outage", s.testOutage)
 	t.Run("UptimeStamps", s.testUptimeStamps)
 	t.Run("UptimeRead", s.testUptimeRead)
 	t.Run("UptimeInsert", s.testUptimeInsert)

@@ -3,7 +3,6 @@ package drivertest
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,31 +21,9 @@ func (s *suite) testRevoke(t *testing.T) {
 	exp := expiry(st, time.Minute)
 	insertSession(t, ctx, st, id, 0, exp)
 
-	const racers = 8
-	errs := make([]error, racers)
-	var wg sync.WaitGroup
-	for i := range racers {
-		wg.Go(func() {
-			errs[i] = rs.Revoke(ctx, driver.Revocation{
-				Session: id, By: fmt.Sprintf("op%d", i), Reason: "stuck", At: st.ServerTime().Latest,
-			})
-		})
-	}
-	wg.Wait()
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && winner < 0:
-			winner = i
-		case err == nil:
-			t.Fatalf("Revoke by racers %d and %d both succeeded; want one", winner, i)
-		case !errors.Is(err, driver.ErrExists):
-			t.Fatalf("Revoke by racer %d: %v; want nil or ErrExists", i, err)
-		}
-	}
-	if winner < 0 {
-		t.Fatal("no Revoke succeeded")
-	}
+	winner := raceOnce(t, "Revoke", func(i int) error {
+		return rs.Revoke(ctx, driver.Revocation{Session: id, By: fmt.Sprintf("op%d", i), Reason: "stuck", At: st.ServerTime().Latest})
+	})
 	// A renewal after the revoke leaves the record as it was.
 	if found, err := st.RenewSession(ctx, id, 0, exp.Add(time.Minute)); err != nil || !found {
 		t.Fatalf("RenewSession after Revoke = found %v, %v; want found", found, err)

@@ -3,7 +3,6 @@ package drivertest
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,27 +33,7 @@ func (s *suite) testStall(t *testing.T) {
 			Host: "h", PID: 7, Since: at.Add(-time.Minute), LastProgress: at.Add(-10 * time.Second), At: at,
 		}
 	}
-	const racers = 8
-	errs := make([]error, racers)
-	var wg sync.WaitGroup
-	for i := range racers {
-		wg.Go(func() { errs[i] = ss.RecordStall(ctx, stall(id, "n1", i)) })
-	}
-	wg.Wait()
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && winner < 0:
-			winner = i
-		case err == nil:
-			t.Fatalf("RecordStall by racers %d and %d both succeeded; want one", winner, i)
-		case !errors.Is(err, driver.ErrExists):
-			t.Fatalf("RecordStall by racer %d: %v; want nil or ErrExists", i, err)
-		}
-	}
-	if winner < 0 {
-		t.Fatal("no RecordStall succeeded")
-	}
+	winner := raceOnce(t, "RecordStall", func(i int) error { return ss.RecordStall(ctx, stall(id, "n1", i)) })
 	// A later copy, as a resend that lands late, changes nothing.
 	late := stall(id, "n1", 99)
 	late.At = at.Add(time.Hour)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,14 +37,7 @@ func (s *suite) testWaits(t *testing.T) {
 			Since: at.Add(-time.Minute), Session: sessionID(1), Host: "h", PID: 7 + i, At: at,
 		}
 	}
-	const racers = 8
-	errs := make([]error, racers)
-	var wg sync.WaitGroup
-	for i := range racers {
-		wg.Go(func() { errs[i] = ws.PutWait(ctx, note("set-a", 1, i, at)) })
-	}
-	wg.Wait()
-	winner := oneWinner(t, "PutWait", errs)
+	winner := raceOnce(t, "PutWait", func(i int) error { return ws.PutWait(ctx, note("set-a", 1, i, at)) })
 	first := note("set-a", 1, winner, at)
 	latestIs(t, ws, "set-a", first)
 
@@ -86,27 +78,6 @@ func (s *suite) testWaits(t *testing.T) {
 	listIs(t, ws, time.Time{}, first, second, third, prefixed, other)
 	listIs(t, ws, second.At, second, prefixed, other)
 	listIs(t, ws, other.At.Add(time.Millisecond))
-}
-
-// oneWinner returns the index of the one nil error of errs, failing t
-// unless exactly one is nil and every other is ErrExists.
-func oneWinner(t *testing.T, what string, errs []error) int {
-	t.Helper()
-	winner := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && winner < 0:
-			winner = i
-		case err == nil:
-			t.Fatalf("%s by racers %d and %d both succeeded; want one", what, winner, i)
-		case !errors.Is(err, driver.ErrExists):
-			t.Fatalf("%s by racer %d: %v; want nil or ErrExists", what, i, err)
-		}
-	}
-	if winner < 0 {
-		t.Fatalf("no %s succeeded", what)
-	}
-	return winner
 }
 
 // latestIs checks that set's latest note is want.
@@ -180,14 +151,7 @@ func (s *suite) testDeadlocks(t *testing.T) {
 			},
 		}
 	}
-	const racers = 8
-	errs := make([]error, racers)
-	var wg sync.WaitGroup
-	for i := range racers {
-		wg.Go(func() { errs[i] = ds.PutDeadlock(ctx, record("set-x", 2, i, at)) })
-	}
-	wg.Wait()
-	first := record("set-x", 2, oneWinner(t, "PutDeadlock", errs), at)
+	first := record("set-x", 2, raceOnce(t, "PutDeadlock", func(i int) error { return ds.PutDeadlock(ctx, record("set-x", 2, i, at)) }), at)
 	if err := ds.PutDeadlock(ctx, record("set-x", 2, 99, at.Add(time.Hour))); !errors.Is(err, driver.ErrExists) {
 		t.Errorf("a second PutDeadlock of (set-x, 2) = %v; want ErrExists", err)
 	}

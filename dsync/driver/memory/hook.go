@@ -30,7 +30,7 @@ type Call struct {
 	From, To uint64
 	// Session: the session of InsertSession; for RenewSession and
 	// RenewSessionUp its ID, Gen and ExpiresAt; for GetSession, Revoke and Revoked its ID; for
-	// RecordStall, PutWait and PutDeadlock the record's session.
+	// RecordStall, RecordOutage, PutWait and PutDeadlock the record's session.
 	Session driver.Session
 	// Event: what Publish publishes.
 	Event driver.Event

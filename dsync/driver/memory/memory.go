@@ -49,6 +49,7 @@ type state struct {
 	stalls    map[stallID]driver.Stall          // stall records by claim (stall.go)
 	waits     map[string]map[uint64]driver.Wait // wait notes by set and number (waits.go)
 	deadlocks map[string]driver.Deadlock        // deadlock records by ID (waits.go)
+	outages   map[outageID]driver.Outage        // outage records by suspension (outage.go)
 
 	feedMu    sync.Mutex
 	followers map[*follower]struct{}
@@ -90,12 +91,12 @@ func (s *Store) Close() error { return nil }
 
 // Roles implements driver.Store. It returns runs, maintenance, the
 // directory of keys, the feed, peers, revocations, stall records, the
-// record of up-time, wait notes and deadlock records, each through the
-// view's hooks.
+// record of up-time, wait notes, deadlock records and outage records,
+// each through the view's hooks.
 func (s *Store) Roles() driver.Roles {
 	r := roles{s}
 	return driver.Roles{Runs: r, Maintenance: r, Directory: r, Feed: r, Peers: r, Revocations: r, Stalls: r, Uptime: r,
-		Waits: r, Deadlocks: r}
+		Waits: r, Deadlocks: r, Outages: r}
 }
 
 // roles serves a view's roles.
@@ -112,6 +113,7 @@ var (
 	_ driver.UptimeStore   = roles{}
 	_ driver.WaitStore     = roles{}
 	_ driver.DeadlockStore = roles{}
+	_ driver.OutageStore   = roles{}
 )
 
 // Insert implements driver.Store.
@@ -259,6 +261,7 @@ func (s *Store) Reset() {
 	clear(s.stalls)
 	clear(s.waits)
 	clear(s.deadlocks)
+	clear(s.outages)
 	s.dir.reset(nil)
 }
 

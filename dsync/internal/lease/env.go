@@ -76,7 +76,8 @@ type Env[H Hold] struct {
 	// it must not block, nor call the Keeper. Probe reads from the store
 	// (nothing the protocol writes): nil when the store replied. Both
 	// must be set for the Keeper to suspend. Resumed (may be nil) is told,
-	// under no lock, the holds whose claims a resume kept: they stay
+	// under no lock, the session resumed, the holds whose claims its resume
+	// kept, and when (on the Keeper's clock) it was suspended: the holds stay
 	// lost, and those still counted are kept (retake.go) until a new
 	// hold takes each over (Retake) or its owner lets it go (Remove,
 	// LetGo) and ends its claim; the holds removed meanwhile (their
@@ -84,7 +85,7 @@ type Env[H Hold] struct {
 	// live again and theirs to end.
 	Suspend func(id string, l *queue.Lease, mono func() time.Duration, claims []queue.Ref) (*queue.Suspension, error)
 	Probe   func(ctx context.Context, id string) error
-	Resumed func(holds []H)
+	Resumed func(session string, holds []H, suspended time.Time)
 	// Release (may be nil) is told, under no lock, each hold whose claim
 	// a resume kept and its owner gave up: removed while its session was
 	// suspended, or kept a TTL after the resume without a hold taking it

@@ -29,7 +29,10 @@ type Keeper[H Hold] struct {
 	// kept are the holds in holds whose claims a resume kept (they stay
 	// lost), until a hold of the claim takes each over (Retake), or its
 	// owner lets it go (Remove, LetGo): retake.go.
-	kept    map[H]bool
+	kept map[H]bool
+	// letGo stops, by resume, the timers that let the kept holds go a
+	// TTL after it (retake.go); Close stops them. Guarded by mu.
+	letGo   map[*[]H]func() bool
 	running bool          // the renewal goroutine is running
 	closed  bool          // the Client was closed
 	wake    chan struct{} // tells the goroutine that a hold or waiter left
@@ -153,7 +156,12 @@ func (k *Keeper[H]) Close(reason error) {
 	k.mu.Lock()
 	k.closed = true
 	s := k.sess
+	letGo := k.letGo
+	k.letGo = nil
 	k.mu.Unlock()
+	for _, stop := range letGo {
+		stop()
+	}
 	if s != nil {
 		k.Retire(s, reason)
 	}

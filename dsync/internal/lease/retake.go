@@ -88,6 +88,27 @@ func (k *Keeper[H]) LetGo(h H) bool {
 	return kept
 }
 
+// letGoLater lets the holds of kept go a TTL from now (letGoAll), unless
+// the Keeper is closed first.
+func (k *Keeper[H]) letGoLater(kept []H) {
+	id := &kept
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed {
+		return
+	}
+	stop := k.p.Clock.AfterFunc(k.p.TTL, func() {
+		k.mu.Lock()
+		delete(k.letGo, id)
+		k.mu.Unlock()
+		k.letGoAll(kept)
+	})
+	if k.letGo == nil {
+		k.letGo = make(map[*[]H]func() bool)
+	}
+	k.letGo[id] = stop
+}
+
 // letGoAll lets go each of kept still kept (LetGo), and tells Release.
 // A resume calls it a TTL after it kept them: a claim that no hold took
 // over by then is released, so that an owner that does not lock again

@@ -43,6 +43,7 @@ type Suspension interface {
 type suspension[H Hold] struct {
 	engine Suspension
 	holds  []H
+	since  time.Time     // on the Keeper's clock: the deadline it was suspended at
 	giveUp time.Time     // on the Keeper's clock: the deadline + Grace + TTL
 	done   chan struct{} // closed at the verdict: resumed or retired
 }
@@ -85,7 +86,8 @@ func (k *Keeper[H]) suspendLocked(s *Session[H], now time.Time, at time.Duration
 		k.retireLocked(s, fmt.Errorf("%w: %s (not suspended: %v)", k.env.Errors.Lost, why, err))
 		return lost, true
 	}
-	s.sus = &suspension[H]{engine: sus, holds: held, giveUp: k.deadlineLocked(s).Add(k.p.Grace + k.p.TTL), done: make(chan struct{})}
+	dl := k.deadlineLocked(s)
+	s.sus = &suspension[H]{engine: sus, holds: held, since: dl, giveUp: dl.Add(k.p.Grace + k.p.TTL), done: make(chan struct{})}
 	k.disarmLocked(s)
 	s.stopTimer = k.p.Clock.AfterFunc(s.sus.giveUp.Sub(now), func() { k.ExpireIfDue(s) })
 	s.armed = true
@@ -283,10 +285,10 @@ func (k *Keeper[H]) verdict(s *Session[H], v queue.ResumeVerdict, why error, sen
 	k.signalLocked()
 	k.mu.Unlock()
 	if k.env.Resumed != nil {
-		k.env.Resumed(sus.holds)
+		k.env.Resumed(s.id, sus.holds, sus.since)
 	}
 	k.release(gone)
 	if len(kept) > 0 {
-		k.p.Clock.AfterFunc(k.p.TTL, func() { k.letGoAll(kept) })
+		k.letGoLater(kept)
 	}
 }

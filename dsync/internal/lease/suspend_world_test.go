@@ -171,7 +171,7 @@ func newWorld(t *testing.T, grace time.Duration) *world {
 			w.released = append(w.released, h)
 			w.mu.Unlock()
 		},
-		Resumed: func(holds []*claimHold) {
+		Resumed: func(_ string, holds []*claimHold, _ time.Time) {
 			w.mu.Lock()
 			w.resumed = append(w.resumed, holds...)
 			w.mu.Unlock()

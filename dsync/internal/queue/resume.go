@@ -229,7 +229,10 @@ func (s *Suspension) evidence(ctx context.Context) (driver.Uptime, error) {
 
 // readBack reads the session and each claim back: ResumeResumed if they
 // are all in place, ResumeDead if one is gone or a claim has ended, and
-// ResumeWait on a failed read.
+// ResumeWait on a failed read. The claims are read side by side
+// (readClaims): the check must end before the deadline its renewal
+// gives, and on a slow store two reads per claim, one after another,
+// would not.
 func (s *Suspension) readBack(ctx context.Context) (ResumeVerdict, error) {
 	sess, found, err := s.store.GetSession(ctx, s.session)
 	switch {
@@ -240,21 +243,55 @@ func (s *Suspension) readBack(ctx context.Context) (ResumeVerdict, error) {
 		// held may be gone, and its claims judged by their absence.
 		return ResumeDead, fmt.Errorf("resume check: session %s found without its first generation", s.session)
 	}
-	for _, c := range s.claims {
-		d, found, err := s.store.Get(ctx, ClaimID(c.Key, c.Epoch))
-		if err != nil {
-			return ResumeWait, fmt.Errorf("resume check: reading %s#%d: %w", c.Key, c.Epoch, err)
+	return s.readClaims(ctx)
+}
+
+// readClaims reads each claim of the suspension and its end marker, the
+// claims side by side (fanOut): ResumeDead if one is gone or has ended
+// (whatever else failed: that claim is over), else ResumeWait if a read
+// failed, else ResumeResumed. Each claim's two reads keep their order:
+// the claim, then its end marker.
+func (s *Suspension) readClaims(ctx context.Context) (ResumeVerdict, error) {
+	type result struct {
+		v   ResumeVerdict
+		err error
+	}
+	results := make([]result, len(s.claims))
+	branches := make([]func(context.Context), len(s.claims))
+	for i, c := range s.claims {
+		branches[i] = func(ctx context.Context) {
+			v, err := s.readClaim(ctx, c)
+			results[i] = result{v, err}
 		}
-		if !found || d.Nonce != c.Nonce {
-			return ResumeDead, fmt.Errorf("resume check: claim %s#%d is gone from the store", c.Key, c.Epoch)
+	}
+	fanOut(ctx, s.store, branches)
+	out := result{v: ResumeResumed}
+	for _, r := range results {
+		switch {
+		case r.v == ResumeDead:
+			return r.v, r.err
+		case r.v == ResumeWait && out.v == ResumeResumed:
+			out = r
 		}
-		m, ended, err := s.store.Get(ctx, EndID(c.Key, c.Epoch, c.Nonce))
-		if err != nil {
-			return ResumeWait, fmt.Errorf("resume check: reading %s#%d's end: %w", c.Key, c.Epoch, err)
-		}
-		if ended {
-			return ResumeDead, fmt.Errorf("resume check: claim %s#%d has ended (%s)", c.Key, c.Epoch, m.Kind)
-		}
+	}
+	return out.v, out.err
+}
+
+// readClaim reads claim c and then its end marker back (see readClaims).
+func (s *Suspension) readClaim(ctx context.Context, c Ref) (ResumeVerdict, error) {
+	d, found, err := s.store.Get(ctx, ClaimID(c.Key, c.Epoch))
+	if err != nil {
+		return ResumeWait, fmt.Errorf("resume check: reading %s#%d: %w", c.Key, c.Epoch, err)
+	}
+	if !found || d.Nonce != c.Nonce {
+		return ResumeDead, fmt.Errorf("resume check: claim %s#%d is gone from the store", c.Key, c.Epoch)
+	}
+	m, ended, err := s.store.Get(ctx, EndID(c.Key, c.Epoch, c.Nonce))
+	if err != nil {
+		return ResumeWait, fmt.Errorf("resume check: reading %s#%d's end: %w", c.Key, c.Epoch, err)
+	}
+	if ended {
+		return ResumeDead, fmt.Errorf("resume check: claim %s#%d has ended (%s)", c.Key, c.Epoch, m.Kind)
 	}
 	return ResumeResumed, nil
 }

@@ -186,6 +186,7 @@ type simStats struct {
 	resumeGiveUps                               int // suspended sessions given up
 	holdsSuspended, holdsResumed                int // holds suspended with their sessions, and resumed
 	holdsFoundDead, holdsGivenUp                int // holds whose sessions' checks found dead, or were given up
+	branched                                    int // calls that made requests side by side, more than one (net.Branch)
 }
 
 func (a *simStats) add(b simStats) {
@@ -232,6 +233,7 @@ func (a *simStats) add(b simStats) {
 	a.creditChecked += b.creditChecked
 	a.ownerSuspends += b.ownerSuspends
 	a.resumes += b.resumes
+	a.branched += b.branched
 	a.resumeDead += b.resumeDead
 	a.resumeGiveUps += b.resumeGiveUps
 	a.holdsSuspended += b.holdsSuspended
@@ -405,7 +407,12 @@ type actor struct {
 }
 
 func (s *sim) spawn(o *owner, body func(a *actor)) {
-	a := &actor{s: s, o: o, resume: make(chan struct{})}
+	s.spawnActor(&actor{s: s, o: o, resume: make(chan struct{})}, body)
+}
+
+// spawnActor starts a, which runs body when the scheduler first steps it.
+func (s *sim) spawnActor(a *actor, body func(a *actor)) {
+	o := a.o
 	s.actors = append(s.actors, a)
 	go func() {
 		defer func() {

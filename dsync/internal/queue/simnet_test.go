@@ -104,6 +104,34 @@ func (n net) Roles() driver.Roles         { return driver.Roles{Runs: n, Mainten
 
 type actorKey struct{}
 
+// Branch runs each of an engine's requests made side by side (the queue's
+// brancher) as an actor of its own, of the same owner and drawing delays
+// as the caller's does: an actor makes one request at a time, and waits
+// for its reply alone. The caller's actor is parked until every branch
+// has ended (or the owner crashed: a branch's actor ends there too).
+func (n net) Branch(ctx context.Context, branches []func(context.Context)) {
+	s, a := n.s, ctx.Value(actorKey{}).(*actor)
+	left := len(branches)
+	if left == 0 {
+		return
+	}
+	if left > 1 {
+		s.stats.branched++
+	}
+	for _, br := range branches {
+		b := &actor{s: s, o: a.o, resume: make(chan struct{}), rng: a.rng}
+		s.spawnActor(b, func(b *actor) {
+			defer func() {
+				if left--; left == 0 {
+					s.at(s.now, func() { s.step(a) })
+				}
+			}()
+			br(b.ctx())
+		})
+	}
+	a.block()
+}
+
 func (a *actor) ctx() context.Context { return context.WithValue(context.Background(), actorKey{}, a) }
 
 var (

@@ -392,11 +392,11 @@ func TestSimulationOutage(t *testing.T) {
 		}
 		dead += st.dead
 	}
-	t.Logf("%d outage seeds: %d holds, %d dead markers; %d outages, %d requests dropped and %d held by them, %d holders crashed in them; %d dead markers checked against the outage's credit; %d sessions suspended at their deadline, %d resumed, %d found dead by their check, %d given up; %d holds suspended, %d resumed, %d found dead, %d given up",
+	t.Logf("%d outage seeds: %d holds, %d dead markers; %d outages, %d requests dropped and %d held by them, %d holders crashed in them; %d dead markers checked against the outage's credit; %d sessions suspended at their deadline, %d resumed, %d found dead by their check, %d given up; %d holds suspended, %d resumed, %d found dead, %d given up; %d calls made requests side by side",
 		len(outageSeeds()), holds, dead, total.outages, total.outageDropped, total.outageHeld, total.outageCrashes, total.creditChecked,
-		total.ownerSuspends, total.resumes, total.resumeDead, total.resumeGiveUps, total.holdsSuspended, total.holdsResumed, total.holdsFoundDead, total.holdsGivenUp)
+		total.ownerSuspends, total.resumes, total.resumeDead, total.resumeGiveUps, total.holdsSuspended, total.holdsResumed, total.holdsFoundDead, total.holdsGivenUp, total.branched)
 	if *simSeed < 0 && (holds == 0 || dead == 0 || total.outages == 0 || total.outageDropped == 0 || total.outageHeld == 0 ||
-		total.outageCrashes == 0 || total.creditChecked == 0 || total.holdsResumed == 0 || total.resumeDead == 0 || total.resumeGiveUps == 0) {
+		total.outageCrashes == 0 || total.creditChecked == 0 || total.holdsResumed == 0 || total.resumeDead == 0 || total.resumeGiveUps == 0 || total.branched == 0) {
 		t.Fatalf("the outage simulation exercised too little: %d holds; %+v", holds, total)
 	}
 }
