@@ -14,17 +14,20 @@ import (
 )
 
 // ledger records who runs which shard, failing the test if two members run
-// one shard at once or a shard's token does not increase.
+// one shard at once or a shard's token does not increase, unless the
+// member that ran it last takes its term back (the outage grace, the
+// default: a lease an outage did not end keeps its token).
 type ledger struct {
 	t         *testing.T
 	mu        sync.Mutex
 	owner     map[int]string
 	lastToken map[int]uint64
+	lastOwner map[int]string
 	terms     int
 }
 
 func newLedger(t *testing.T) *ledger {
-	return &ledger{t: t, owner: map[int]string{}, lastToken: map[int]uint64{}}
+	return &ledger{t: t, owner: map[int]string{}, lastToken: map[int]uint64{}, lastOwner: map[int]string{}}
 }
 
 // fn is the per-shard work of member id: it holds the shard until its
@@ -39,10 +42,10 @@ func (l *ledger) fn(id string) func(context.Context, int) error {
 		if o, busy := l.owner[s]; busy {
 			l.t.Errorf("shard %d run by %s while %s runs it", s, id, o)
 		}
-		if info.Token <= l.lastToken[s] {
-			l.t.Errorf("shard %d: token %d after %d", s, info.Token, l.lastToken[s])
+		if info.Token < l.lastToken[s] || info.Token == l.lastToken[s] && id != l.lastOwner[s] {
+			l.t.Errorf("shard %d: token %d of %s after %d of %s", s, info.Token, id, l.lastToken[s], l.lastOwner[s])
 		}
-		l.owner[s], l.lastToken[s] = id, info.Token
+		l.owner[s], l.lastToken[s], l.lastOwner[s] = id, info.Token, id
 		l.terms++
 		l.mu.Unlock()
 		<-ctx.Done()

@@ -3,6 +3,7 @@ package leader_test
 import (
 	"context"
 	"errors"
+	"github.com/go-dsync/dsync/dsync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -61,7 +62,11 @@ func TestLeaderReadAheadEndsNoLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		w := newWorld()
-		a := newElection(t, w.process(t))
+		// Without an outage grace: the read judges the lease by its
+		// expiry, the judgement this test is about (with one, the record
+		// of up-time shows no renewal past the expiry: the lease reads
+		// as held).
+		a := newElection(t, w.process(t, dsync.ClientWithOutageGrace(0)))
 		defer a.Close()
 		lctx, err := a.Campaign(ctx)
 		if err != nil {
@@ -70,7 +75,7 @@ func TestLeaderReadAheadEndsNoLease(t *testing.T) {
 
 		ahead := &aheadStore{Process: w.store.Process()}
 		ahead.ahead.Store(int64(20 * ttl))
-		watcher := newElection(t, &proc{c: newClient(t, ahead), members: w.members})
+		watcher := newElection(t, &proc{c: newClient(t, ahead, dsync.ClientWithOutageGrace(0)), members: w.members})
 		defer watcher.Close()
 		if info, err := watcher.Leader(ctx); !errors.Is(err, leader.ErrNoLeader) {
 			t.Errorf("Leader read %v ahead = %+v, %v; want %v (the lease looks expired)", 20*ttl, info, err, leader.ErrNoLeader)

@@ -2,6 +2,7 @@ package leader_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -286,7 +287,7 @@ func TestPriorityAfterLostLease(t *testing.T) {
 		for _, x := range v {
 			t.Error(x)
 		}
-		if terms[0].cause != leader.ErrLeadershipLost || terms[1].who != "c" {
+		if !errors.Is(terms[0].cause, leader.ErrLeadershipLost) || terms[1].who != "c" {
 			t.Errorf("terms %+v, want a's lost, then c's", terms[:2])
 		}
 	})
