@@ -2,17 +2,20 @@ package integration
 
 import (
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	"github.com/go-dsync/dsync/integration/history"
 	"github.com/go-dsync/dsync/integration/worker"
 	"github.com/go-dsync/dsync/internal/testbed/longtest"
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 	"github.com/go-dsync/dsync/leader/operator"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
 // Issue 75's acceptance, on the embedded server, scaled to a machine of
@@ -195,8 +198,37 @@ func TestOutageRiddenThrough(t *testing.T) {
 	if r.Resumes == 0 {
 		t.Errorf("no resume in the history")
 	}
+	checkOutagesRecorded(t, db, outages)
 	t.Logf("%d outages of %v at TTL %v, grace %v: %d holds and terms taken back with their tokens, %d resumes in the history; store back → held again %s",
 		outages, outageFor, issueTTL, outageGrace, len(back), r.Resumes, fmtQuantiles(back))
+}
+
+// checkOutagesRecorded: after n outages of the store ridden through, the
+// store keeps a record of each resumed session that kept holds (what
+// dsync status and the status page list): at least one per outage, each
+// with holds kept, suspended before it resumed, and its session and pid.
+func checkOutagesRecorded(t *testing.T, db *mongo.Database, n int) {
+	t.Helper()
+	store, err := dsyncmongo.NewStore(db, dsyncmongo.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	recs, err := store.Roles().Outages.ListOutages(t.Context(), time.Time{})
+	if err != nil {
+		t.Fatalf("reading the outage records: %v", err)
+	}
+	holds := 0
+	for _, o := range recs {
+		holds += o.Holds
+		if o.Holds <= 0 || !o.Resumed.After(o.Suspended) || o.Session == "" || o.PID == 0 {
+			t.Errorf("outage record %+v: want holds kept, suspended before resumed, its session and pid", o)
+		}
+	}
+	if len(recs) < n {
+		t.Errorf("%d outage records after %d outages ridden through; want at least one each", len(recs), n)
+	}
+	t.Logf("%d outage records (what dsync status lists), %d holds kept in all", len(recs), holds)
 }
 
 // overloadStall is how long a worker may be stalled (not scheduled at

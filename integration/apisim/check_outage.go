@@ -74,8 +74,12 @@ func checkResumed(r *Relock, hs []*Hold) []Violation {
 // hold of the key began after the loss; its own check is exclusion's and
 // checkResumed's), proven dead by the store's record (creditedDead), or a
 // fault that ends holds otherwise came between (exempt). A call whose own
-// context ended first had no verdict and is not judged.
+// context ended first had no verdict and is not judged, but must have
+// left the Mutex locked (Unlocked).
 func checkRelockErr(h *History, r *Relock, hs []*Hold) (Violation, bool) {
+	if r.Unlocked {
+		return Violation{PromiseRelock, fmt.Sprintf("re-lock after %v returned its context's cause (%v), yet left the Mutex unlocked", r.Lost, r.Err)}, true
+	}
 	if r.CtxEnded {
 		return Violation{}, false
 	}

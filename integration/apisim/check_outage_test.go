@@ -1,6 +1,7 @@
 package apisim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -62,6 +63,10 @@ func TestCheckOutage(t *testing.T) {
 			&Relock{Proc: 0, Prim: PrimMutex, Key: "k", Lost: lost, Call: at(1000), Return: at(4700), Err: ended}, stamps(0, 900), []ProcFault{outage(900, 4800)}, nil, ""},
 		{"ended, an error without the sentinel", []*Hold{lost},
 			&Relock{Proc: 0, Prim: PrimMutex, Key: "k", Lost: lost, Call: at(1000), Return: at(2300), Err: errors.New("no")}, stamps(0, 2300), []ProcFault{cut(900, 2200)}, nil, PromiseRelock},
+		{"its context ended, the hold kept", []*Hold{lost},
+			&Relock{Proc: 0, Prim: PrimMutex, Key: "k", Lost: lost, Call: at(1000), Return: at(2300), Err: context.DeadlineExceeded, CtxEnded: true}, stamps(0, 2300), []ProcFault{outage(900, 2200)}, nil, ""},
+		{"its context ended, the Mutex left unlocked", []*Hold{lost},
+			&Relock{Proc: 0, Prim: PrimMutex, Key: "k", Lost: lost, Call: at(1000), Return: at(2300), Err: context.DeadlineExceeded, CtxEnded: true, Unlocked: true}, stamps(0, 2300), []ProcFault{outage(900, 2200)}, nil, PromiseRelock},
 		{"taken over in the outage's credit", []*Hold{lost, hold(3, 1, 6, 2250, 2280, false)},
 			&Relock{Proc: 0, Prim: PrimMutex, Key: "k", Lost: lost, Call: at(1000), Return: at(2300), Err: ended}, stamps(0, 900), []ProcFault{outage(900, 2200)}, nil, PromiseRelock},
 		{"a cut-off holder replaced in time", []*Hold{lost, hold(3, 1, 6, 1500, 1800, false)}, nil, stamps(0, 2300), []ProcFault{cut(700, 2200)},

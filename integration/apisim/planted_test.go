@@ -117,8 +117,9 @@ func TestPlantedOutage(t *testing.T) {
 		promises []string
 	}{
 		// A re-lock after the outage ended the hold returns nil with a
-		// new token.
-		{"RelockAnew", plant.RelockAnew, []string{PromiseResume}},
+		// new token, or, its context ending while it locks anew, its
+		// context's cause with the Mutex unlocked.
+		{"RelockAnew", plant.RelockAnew, []string{PromiseResume, PromiseRelock}},
 		// A holder cut off alone resumes though a waiter took its key.
 		{"ResumeUnchecked", plant.ResumeUnchecked, []string{PromiseResume, PromiseExclusion, PromiseLeader}},
 		// A waiter takes a suspended holder's key as soon as the store is

@@ -31,6 +31,9 @@ type Relock struct {
 	// CtxEnded: the call's own context ended first (an error of no
 	// verdict).
 	CtxEnded bool
+	// Unlocked: the call returned its context's cause, yet the Mutex no
+	// longer held the lost hold (LockContext leaves it unchanged then).
+	Unlocked bool
 }
 
 // relocking draws whether a holder of an outage run takes back what an
@@ -85,8 +88,11 @@ func (inc *incarnation) holdMutex(ctx context.Context, m *dsync.Mutex, h *Hold, 
 		cancel()
 		inc.p.w.count(outcome("mutex re-lock", err))
 		if err != nil {
+			// Still locked only if no verdict came: then m is unchanged,
+			// and still holds the lost hold's token (0 when unlocked).
+			r.Unlocked = ctxEnded && m.Token() != h.Token
 			inc.recordRelock(r, nil, err, ctxEnded)
-			return ctxEnded // still locked only if no verdict came
+			return ctxEnded && !r.Unlocked
 		}
 		// The same claim, queued at the first Lock's call.
 		next := &Hold{Who: h.Who, Prim: PrimMutex, Key: h.Key, Token: m.Token(), Call: h.Call, Try: h.Try, Resumes: h}

@@ -248,6 +248,21 @@ func TestPageInBrowser(t *testing.T) {
 			strings.HasPrefix(lines[1], "nightly (mutex)\t66\tstuck-2\t62")
 	})
 	waitText(t, bctx, `#stalls tr.recent`, func(s string) bool { return strings.Contains(s, "stuck-1") })
+
+	// Outages ridden through show without reloading, newest first: when,
+	// for how long, the holds kept; one older than a day does not.
+	for i, ago := range []time.Duration{time.Hour, time.Minute, 25 * time.Hour} {
+		o := driver.Outage{Session: "sess-" + strconv.Itoa(i), Host: "rode-" + strconv.Itoa(i), PID: 80 + i,
+			Suspended: now.Add(-ago - 12*time.Second), Resumed: now.Add(-ago), Holds: 3 + i, At: now.Add(-ago)}
+		if err := store.Roles().Outages.RecordOutage(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitText(t, bctx, `#outages tbody`, func(s string) bool {
+		lines := strings.Split(strings.TrimSpace(s), "\n")
+		return len(lines) == 2 && strings.HasSuffix(lines[0], "\t12s\t4\trode-1\t81\tsess-1") &&
+			strings.HasSuffix(lines[1], "\t12s\t3\trode-0\t80\tsess-0")
+	})
 	pageShowsSets(t, ctx, bctx, store, newClient)
 	saveScreenshots(t, bctx)
 }

@@ -211,6 +211,16 @@ func (r *Router) Over(store driver.Store) driver.Store {
 	}})
 }
 
+// Roles implements driver.Store: the store's roles but the record of
+// up-time (driver.UptimeStore), whose renewals the Router does not route.
+// Without it the Client has no outage grace and renews through
+// RenewSession, the path the late-renewal fault is played on.
+func (r *Router) Roles() driver.Roles {
+	roles := r.Store.Roles()
+	roles.Uptime = nil
+	return roles
+}
+
 func (r *Router) next(rt route) {
 	r.mu.Lock()
 	r.route = rt

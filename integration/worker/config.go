@@ -75,7 +75,7 @@ type Config struct {
 	Priority int
 	Preempt  time.Duration
 	// Grace is the Client's outage grace (dsync.ClientWithOutageGrace);
-	// 0: none.
+	// 0: the library's default (dsync.DefaultOutageGrace); negative: none.
 	Grace time.Duration
 	// Relock: a hold (or term) lost to a suspension of its session in an
 	// outage of the store (dsync.ErrSuspended) is taken back, as issue 75

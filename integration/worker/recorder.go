@@ -64,9 +64,9 @@ type predClaim struct {
 type recorder struct {
 	w           *worker
 	ttl, margin int64
-	// grace is the Client's outage grace (Config.Grace): with one, a
-	// session whose deadline passes is suspended, not retired (see
-	// renewedLocked).
+	// grace is the Clients' outage grace (setGrace: Config.Grace, or the
+	// library's default): with one, a session whose deadline passes is
+	// suspended, not retired (see renewedLocked). Guarded by mu.
 	grace int64
 	now   func() int64 // history.Now; a test's clock
 
@@ -109,6 +109,13 @@ type doneSeen struct {
 	token    uint64
 }
 
+// setGrace sets the outage grace of the Clients whose stores r wraps.
+func (r *recorder) setGrace(g time.Duration) {
+	r.mu.Lock()
+	r.grace = int64(g)
+	r.mu.Unlock()
+}
+
 func newRecorder(w *worker, ttl time.Duration) *recorder {
 	return &recorder{w: w, ttl: int64(ttl), margin: int64(ttl / 20), now: history.Now,
 		sessions: make(map[string]*predSession), claims: make(map[leaseID]predClaim), holds: make(map[leaseID]*predHold),
@@ -149,14 +156,34 @@ func (r *recorder) renewedLocked(id string, sent, reply int64) []history.Event {
 		return nil
 	}
 	dl := sent + r.ttl - r.margin
-	if reply >= s.deadline && !r.resumes(s, sent, reply) {
+	past := reply >= s.deadline
+	switch {
+	case past && r.givenUp(s, reply):
 		s.retired = true // confirmed too late to count: the session is over
+		return nil
+	case past && reply >= dl:
+		// Suspended (with a grace), and this renewal came back past its
+		// own bound: it resumes nothing, and the session stays suspended
+		// for a later renewal to resume (the library lets its lease
+		// confirm nothing then, and renews again).
 		return nil
 	}
 	if dl <= s.deadline {
 		return nil
 	}
 	s.deadline = dl
+	if past {
+		// A resume: the session's holds were lost at its deadline (a
+		// suspension loses them, and they stay lost); the resume keeps
+		// their claims, and a hold that takes one back begins anew
+		// (holding). Their deadlines stay where they were.
+		for lid, h := range r.holds {
+			if h.session == id {
+				delete(r.holds, lid)
+			}
+		}
+		return nil
+	}
 	var evs []history.Event
 	for lid, h := range r.holds {
 		if h.session == id {
@@ -166,18 +193,19 @@ func (r *recorder) renewedLocked(id string, sent, reply int64) []history.Event {
 	return evs
 }
 
-// resumes reports whether a renewal of s sent at sent and confirmed at
-// reply, past s's deadline, may resume s. Without a grace it may not: the
-// session ended at its deadline. With one the library suspends the session
-// there, and resumes it after a renewal confirmed before that renewal's
-// own deadline (sent + TTL − TTL/20) if the store's record of up-time
-// shows that no other process could have found it expired; it gives the
-// session up at its deadline + grace + TTL. The recorder does not read
-// that record: it counts every such renewal until then, so that its
-// prediction is never earlier than the library's deadline after a
-// resume (a session the library retired instead holds nothing more).
-func (r *recorder) resumes(s *predSession, sent, reply int64) bool {
-	return r.grace > 0 && reply < sent+r.ttl-r.margin && reply < s.deadline+r.grace+r.ttl
+// givenUp reports whether s, whose deadline has passed, is over for good
+// at reply. Without a grace it is: the session ended at its deadline.
+// With one the library suspends the session there, and resumes it after
+// a renewal confirmed before that renewal's own deadline (sent + TTL −
+// TTL/20) if the store's record of up-time shows that no other process
+// could have found it expired; a renewal confirmed past its own deadline
+// resumes nothing, and a later one may; it gives the session up at its
+// deadline + grace + TTL. The recorder does not read that record: it
+// counts every renewal that may resume until then, so that its
+// prediction is never earlier than the library's deadline after a resume
+// (a session the library retired instead holds nothing more).
+func (r *recorder) givenUp(s *predSession, reply int64) bool {
+	return r.grace <= 0 || reply >= s.deadline+r.grace+r.ttl
 }
 
 // readServerTime records a read of the server's time that began at at

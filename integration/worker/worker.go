@@ -132,7 +132,6 @@ func (w *worker) run() error {
 	db := client.Database(cfg.DB)
 
 	w.rec = newRecorder(w, cfg.TTL)
-	w.rec.grace = int64(cfg.Grace)
 	w.reportCounts()
 
 	regName := StoredKey(cfg.Mode, cfg.Key)
@@ -198,8 +197,11 @@ func (w *worker) client(db *mongo.Database) (*dsync.Client, *dsyncmongo.Store, e
 	if cfg.Renew > 0 {
 		copts = append(copts, dsync.ClientWithRenewInterval(cfg.Renew))
 	}
-	if cfg.Grace > 0 {
+	switch {
+	case cfg.Grace > 0:
 		copts = append(copts, dsync.ClientWithOutageGrace(cfg.Grace))
+	case cfg.Grace < 0:
+		copts = append(copts, dsync.ClientWithOutageGrace(0))
 	}
 	if cfg.SafetyPoll > 0 {
 		copts = append(copts, dsync.ClientWithSafetyPoll(cfg.SafetyPoll))
@@ -218,6 +220,10 @@ func (w *worker) client(db *mongo.Database) (*dsync.Client, *dsyncmongo.Store, e
 	if err != nil {
 		return nil, nil, err
 	}
+	// The grace the Client has, whether Config.Grace set it or it is the
+	// library's default (fitted to the store's span): the recorder must
+	// predict suspensions and resumes as the Client makes them.
+	w.rec.setGrace(clienthook.ClientParams(c).OutageGrace)
 	return c, store, nil
 }
 
