@@ -32,7 +32,7 @@ func (q query) keyPrefix() string {
 func (h *handler) read(ctx context.Context, q query) Snapshot {
 	empty := func(sum Summary) Snapshot {
 		return Snapshot{Summary: sum, Locks: []Lock{}, Elections: []Election{}, Partitions: []Partition{}, Revocations: []Revocation{}, Stalls: []Stall{},
-			SetWaits: []SetWait{}, Deadlocks: []Deadlock{}}
+			SetWaits: []SetWait{}, Deadlocks: []Deadlock{}, Outages: []Outage{}}
 	}
 	s := empty(Summary{Namespace: q.namespace, Prefix: q.prefix, After: q.after})
 	if err := h.readInto(ctx, q, &s); err != nil {
@@ -62,8 +62,12 @@ func (h *handler) readInto(ctx context.Context, q query, s *Snapshot) error {
 		return err
 	}
 	s.NoWaitNotes, s.NoDeadlockRecords = !sets.WaitsKept, !sets.DeadlocksKept
+	outages, err := r.Outages(ctx, now.Add(-OutagesShown))
+	if err != nil {
+		return err
+	}
 	drained := func(partition string) ([]DrainedMember, error) { return r.Drained(ctx, partition) }
-	sink, end := Stream(rs, stalls, &sets, drained, s.add)
+	sink, end := Stream(rs, stalls, &sets, outages, drained, s.add)
 	listed, err := r.Walk(ctx, Selection{Prefix: q.keyPrefix(), After: q.after, Limit: q.limit}, sink)
 	if err != nil {
 		return err
@@ -72,7 +76,8 @@ func (h *handler) readInto(ctx context.Context, q query, s *Snapshot) error {
 	return end()
 }
 
-// add puts the lock, election, partition, revocation or stall of r in s.
+// add puts the lock, election, partition, revocation, stall, lock set's
+// wait, deadlock or outage of r in s.
 func (s *Snapshot) add(r Record) error {
 	switch {
 	case r.Lock != nil:
@@ -89,6 +94,8 @@ func (s *Snapshot) add(r Record) error {
 		s.SetWaits = append(s.SetWaits, *r.SetWait)
 	case r.Deadlock != nil:
 		s.Deadlocks = append(s.Deadlocks, *r.Deadlock)
+	case r.Outage != nil:
+		s.Outages = append(s.Outages, *r.Outage)
 	}
 	return nil
 }

@@ -168,6 +168,9 @@ func TestReadsOnlyRead(t *testing.T) {
 // behind a mongos on a host whose clock is ahead) sends no write, and a
 // claim it takes for expired goes on holding: another process's TryLock
 // still fails. Queue reports the claim Expired, neither holding nor waiting.
+// The Clients have no outage grace, so the read judges by the expiry
+// alone, the judgement this test is about (with one, the record of
+// up-time shows no renewal past the expiry, and the claim reads as held).
 // Before, the read judged the claim's session by that clock, found it
 // expired, and inserted the claim's dead marker: the holder still held
 // (its lease was live) and the other process's TryLock held too.
@@ -176,9 +179,9 @@ func TestReadsWriteNoDeadMarker(t *testing.T) {
 		ctx := context.Background()
 		mem := memory.New()
 		ahead := newReadOnlyStore(mem, true, time.Minute)
-		reader := newClientOn(t, ahead)
+		reader := newClientOn(t, ahead, dsync.ClientWithOutageGrace(0))
 
-		w1 := newClientOn(t, mem)
+		w1 := newClientOn(t, mem, dsync.ClientWithOutageGrace(0))
 		held := newMutex(t, w1, "k")
 		held.Lock()
 		defer held.Unlock()

@@ -17,13 +17,16 @@ import (
 // (nil: none), then the revocations, newest first, then the stall records,
 // newest first, each with the Kind and Name of its Key (KindOf), then the
 // waits of lock sets among the locks read (sets.WaitsOf, in the locks'
-// order) and sets' deadlocks broken, newest first (sets nil: none). A
+// order) and sets' deadlocks broken, newest first (sets nil: none), then
+// the outages ridden through, newest first. A
 // claim of a session in revocations is marked Revoked. The
 // fields only a caller knows (a Claim's and a Leader's CommandPID, the
 // Summary) are the caller's to fill in. An error of emit or drained is
 // returned as it is.
-func Stream(revocations []Revocation, stalls []Stall, sets *SetRecords, drained func(partition string) ([]DrainedMember, error), emit func(Record) error) (sink Sink, end func() error) {
+func Stream(revocations []Revocation, stalls []Stall, sets *SetRecords, outages []Outage, drained func(partition string) ([]DrainedMember, error), emit func(Record) error) (sink Sink, end func() error) {
 	s := &stream{emit: emit, drained: drained, revoked: make(map[string]bool, len(revocations)), sets: sets}
+	s.outages = slices.Clone(outages)
+	slices.SortFunc(s.outages, func(a, b Outage) int { return b.At.Compare(a.At) }) // newest first
 	for _, r := range revocations {
 		s.revoked[r.Session] = true
 	}
@@ -47,6 +50,7 @@ type stream struct {
 	shards      ShardSet[Election]
 	sets        *SetRecords // nil: none read
 	waits       []SetWait   // of the locks emitted
+	outages     []Outage    // newest first
 }
 
 func (s *stream) Lock(rl LockState) error {
@@ -88,7 +92,15 @@ func (s *stream) end() error {
 			return err
 		}
 	}
-	return s.endSets()
+	if err := s.endSets(); err != nil {
+		return err
+	}
+	for _, o := range s.outages {
+		if err := s.emit(Record{Outage: &o}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // endSets emits the lock sets' waits and deadlocks.

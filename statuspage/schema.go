@@ -31,6 +31,10 @@ type Snapshot struct {
 	// sets broken in the last day, newest first, whatever the filter.
 	SetWaits  []SetWait  `json:"setWaits"`
 	Deadlocks []Deadlock `json:"deadlocks"`
+	// Outages are the outages of the store ridden through in the last
+	// day (OutagesShown), a record per session that kept holds, newest
+	// first, whatever the filter.
+	Outages []Outage `json:"outages"`
 }
 
 // A Summary says what one read of the store was. It says when, by which
@@ -82,8 +86,8 @@ type Summary struct {
 // and its name says what the line is. The locks and the elections come as
 // they are read, in the store's order. Then come the partitions whose
 // shards were read, the revocations, the stall records, the lock sets'
-// waits, the deadlocks broken and, last, the summary. A list without a
-// summary line did not end.
+// waits, the deadlocks broken, the outages ridden through and, last, the
+// summary. A list without a summary line did not end.
 type Record struct {
 	Lock       *Lock       `json:"lock,omitempty"`
 	Election   *Election   `json:"election,omitempty"`
@@ -92,6 +96,7 @@ type Record struct {
 	Stall      *Stall      `json:"stall,omitempty"`
 	SetWait    *SetWait    `json:"setWait,omitempty"`
 	Deadlock   *Deadlock   `json:"deadlock,omitempty"`
+	Outage     *Outage     `json:"outage,omitempty"`
 	Summary    *Summary    `json:"summary,omitempty"`
 }
 

@@ -39,7 +39,7 @@ type completedFlag struct {
 // globalFlags are accepted by every command.
 var globalFlags = []completedFlag{
 	{"uri", "uri"}, {"db", "name"}, {"collection", "name"}, {"elections", "name"}, {"members", "name"},
-	{"timeout", "duration"}, {"v", ""}, {"wakeups", ""},
+	{"timeout", "duration"}, {"v", ""}, {"wakeups", ""}, {"outage-grace", "duration"},
 	{"hints", "addr"}, {"hints-advertise", "addr"}, {"help", ""},
 }
 

@@ -82,7 +82,7 @@ func TestCompletionMatchesHelp(t *testing.T) {
 	}
 	var global []string
 	_, flags, _ := strings.Cut(usageText, "Flags")
-	for _, m := range regexp.MustCompile(`(?m)^  (--?[a-z]+)`).FindAllStringSubmatch(flags, -1) {
+	for _, m := range flagRE.FindAllStringSubmatch(flags, -1) {
 		if m[1] != "--version" {
 			global = append(global, m[1])
 		}

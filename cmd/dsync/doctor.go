@@ -32,8 +32,9 @@ pass, warn or fail for each check, with what to do:
   member skew     the members' clock skew dsync assumes; on a replica set
                   or a sharded cluster only (a standalone server has one
                   clock: the line is left out)
-  failover        whether a hold with --ttl outlasts a primary election
-                  (a standalone server has none: it passes, and says so)
+  failover        whether a hold with --ttl outlasts a primary election,
+                  or --outage-grace (global; default 30s) covers it (a
+                  standalone server has none: it passes, and says so)
   product         Amazon DocumentDB, Azure Cosmos DB, FerretDB 1 or 2:
                   each of its quirks, what it means for dsync, the fix
   _id index       only on FerretDB 1 over PostgreSQL: whether PostgreSQL
@@ -100,8 +101,14 @@ func runDoctor(g *globals, args []string) int {
 	// each, not the whole.
 	ctx, cancel := context.WithTimeout(ctx, max(g.timeout, 45*time.Second))
 	defer cancel()
-	findings, err := dsyncmongo.Doctor(ctx, db, dsyncmongo.DoctorConfig{TTL: *ttl, RenewInterval: *renew},
-		dsyncmongo.WithCollection(g.collection))
+	dc := dsyncmongo.DoctorConfig{TTL: *ttl, RenewInterval: *renew}
+	if g.outageGraceSet {
+		dc.OutageGrace = g.outageGrace
+		if g.outageGrace == 0 {
+			dc.OutageGrace = -1 // none
+		}
+	}
+	findings, err := dsyncmongo.Doctor(ctx, db, dc, dsyncmongo.WithCollection(g.collection))
 	if err != nil {
 		return usageError("doctor", err)
 	}

@@ -60,10 +60,31 @@ exit 5`
 }
 
 // When leadership is lost, the command is stopped; when the server is
-// back, dsync is elected again and runs it anew. A signal to dsync goes to
-// the command, and ends dsync with the command's status.
+// back, dsync is elected again and runs it anew: in the same term, with
+// the same token, where the outage of the whole store was within the
+// outage grace (the default), and in a new term without a grace. A signal
+// to dsync goes to the command, and ends dsync with the command's status.
 func TestElectStopsTheCommandOnLossAndCampaignsAgain(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		flags    []string
+		sameTerm bool
+	}{
+		{"default outage grace", nil, true},
+		{"no outage grace", []string{"--outage-grace", "0"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			electAgainAfterARestart(t, tc.flags, tc.sameTerm)
+		})
+	}
+}
+
+// electAgainAfterARestart runs dsync elect with flags, stops and restarts
+// its server, and checks the command ran twice: with the same token if
+// sameTerm, else with a new one.
+func electAgainAfterARestart(t *testing.T, flags []string, sameTerm bool) {
 	srv := mongotest.StartProcess(t)
 	e := env(srv.URI())
 	dir := t.TempDir()
@@ -72,7 +93,8 @@ trap 'echo term >>"$1/log"; exit 0' TERM
 while :; do sleep 0.1; done`
 	ctx, cancel := context.WithTimeout(context.Background(), slow(90*time.Second))
 	defer cancel()
-	cmd := dsyncCmd(ctx, e, "elect", "--ttl", "6s", "--grace", "5s", "svc", "--", "sh", "-c", script, "sh", dir)
+	args := append(append([]string{}, flags...), "elect", "--ttl", "6s", "--grace", "5s", "svc", "--", "sh", "-c", script, "sh", dir)
+	cmd := dsyncCmd(ctx, e, args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -104,8 +126,13 @@ while :; do sleep 0.1; done`
 	logged(4) // term
 	b, _ := os.ReadFile(filepath.Join(dir, "log"))
 	lines := readLines(string(b))
-	if len(lines) != 4 || !strings.HasPrefix(lines[0], "run ") || lines[1] != "term" || !strings.HasPrefix(lines[2], "run ") || lines[3] != "term" || lines[0] == lines[2] {
-		t.Errorf("log:\n%s\nwant run, term, run (a new term), term", b)
+	switch {
+	case len(lines) != 4 || !strings.HasPrefix(lines[0], "run ") || lines[1] != "term" || !strings.HasPrefix(lines[2], "run ") || lines[3] != "term":
+		t.Errorf("log:\n%s\nwant run, term, run, term", b)
+	case sameTerm && lines[0] != lines[2]:
+		t.Errorf("log:\n%s\nwant the second run in the same term, with the same token: the outage was within the grace", b)
+	case !sameTerm && lines[0] == lines[2]:
+		t.Errorf("log:\n%s\nwant the second run in a new term, with a new token", b)
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("dsync elect exited %d after SIGTERM; want 0, the command's status\nstderr: %s", code, stderr.String())

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/url"
 	"os"
 	"regexp"
@@ -16,9 +15,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"go.mongodb.org/mongo-driver/v2/mongo"
-
-	"github.com/go-dsync/dsync/dsync"
 	dsyncmongo "github.com/go-dsync/dsync/dsync/mongo"
 	leadermongo "github.com/go-dsync/dsync/leader/mongo"
 	"github.com/go-dsync/dsync/leader/operator"
@@ -48,6 +44,10 @@ type globals struct {
 	// default; hintsOff: none), and the address to advertise (see
 	// dsync.ClientWithHints).
 	hints, hintsAdvertise string
+	// outageGrace: --outage-grace's value, if outageGraceSet (else the
+	// library's default, dsync.ClientWithOutageGrace).
+	outageGrace    time.Duration
+	outageGraceSet bool
 
 	defaulted bool // the defaults above are set
 
@@ -77,6 +77,7 @@ func newFlagSet(cmd string, g *globals) *flag.FlagSet {
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "how long to wait for the server to answer")
 	fs.BoolVar(&g.verbose, "v", g.verbose, "say what dsync is doing")
 	fs.BoolVar(&g.wakeups, "wakeups", g.wakeups, "wake waiting processes by events (default); --wakeups=false polls")
+	fs.Var(outageGraceFlag{g}, "outage-grace", "how long an outage of the whole store holds ride through (default dsync's); 0: none")
 	fs.StringVar(&g.hints, "hints", g.hints, "listen for direct wake-up hints on this UDP host:port, or off (default: 127.0.0.1:0 where the server is reached over loopback, else off)")
 	fs.StringVar(&g.hintsAdvertise, "hints-advertise", g.hintsAdvertise, "the host:port other processes send hints to (default: --hints's)")
 	return fs
@@ -337,58 +338,4 @@ func uriSecrets(uri string) []string {
 	}
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out
-}
-
-// hintsOff is the --hints that turns direct hints off, the default on
-// loopback included.
-const hintsOff = "off"
-
-// lockClient returns the command's one dsync.Client, over a dsyncmongo
-// store on db with the global flags' lock collection, and that store:
-// the Client's lease (of ttl; 0: dsync's default) is shared by the
-// command's locks and its election. extra adds Client options, such as
-// a poll interval. Closing the Client closes the store.
-func (g *globals) lockClient(db *mongo.Database, logger *slog.Logger, ttl time.Duration, extra ...dsync.ClientOption) (*dsync.Client, *dsyncmongo.Store, error) {
-	store, err := dsyncmongo.NewStore(db, dsyncmongo.WithCollection(g.collection), dsyncmongo.WithLogger(logger))
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := dsync.NewClient(store, append(g.clientOptions(logger, ttl), extra...)...)
-	if err != nil {
-		return nil, nil, err
-	}
-	return c, store, nil
-}
-
-// clientOptions are the options of the command's Client (lockClient):
-// wake-ups and hints as the flags say, logger, and a lease of ttl (0:
-// dsync's default).
-func (g *globals) clientOptions(logger *slog.Logger, ttl time.Duration) []dsync.ClientOption {
-	opts := []dsync.ClientOption{dsync.ClientWithWakeups(g.wakeups), dsync.ClientWithLogger(logger)}
-	if ttl > 0 {
-		opts = append(opts, dsync.ClientWithTTL(ttl))
-	}
-	switch g.hints {
-	case "":
-	case hintsOff:
-		opts = append(opts, dsync.ClientWithHints("", ""))
-	default:
-		opts = append(opts, dsync.ClientWithHints(g.hints, g.hintsAdvertise))
-	}
-	return opts
-}
-
-// memberStore returns the member store of the command's elections, beside
-// store: members go in --members.
-//
-// --elections names the collection where releases before this one kept
-// the leases: a candidate checks it before campaigning, so that it does
-// not lead beside a candidate of an older release that still runs there
-// (leadermongo's Preflight). A command line written for an older release
-// that moved the leases with --elections so keeps checking the right
-// collection.
-func (g *globals) memberStore(store *dsyncmongo.Store) (*leadermongo.Store, error) {
-	return leadermongo.NewStore(store,
-		leadermongo.WithMembersCollection(g.members),
-		leadermongo.WithLegacyCollection(g.elections))
 }

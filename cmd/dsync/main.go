@@ -141,6 +141,13 @@ Flags (also accepted after COMMAND):
   --wakeups=false wait by polling instead of wake-up events (on by default,
                   dsync.ClientWithWakeups; polling is also the fallback
                   when the server has no tailable cursors)
+  --outage-grace D
+                  how long an outage of the whole store (a primary
+                  election, a restart) holds and terms ride through
+                  (default 30s, dsync.DefaultOutageGrace). A holder
+                  that dies while no other process renews is replaced
+                  up to a grace after its lease expires: the store's
+                  record cannot tell its death from an outage. 0: none
   --hints ADDR    also wake processes directly, by UDP hints received on
                   ADDR (host:port; 127.0.0.1:0 for processes on one
                   machine); by default 127.0.0.1:0 where the server is

@@ -27,7 +27,10 @@ than two thirds of a TTL), stops
 renewing and loses every hold at once (its Lost() closes with
 ErrRevoked, and dsync lock exits 122), and logs who revoked it and why.
 Waiters take over only once the lease has expired in the store's time,
-exactly as after a crash: never at once. The record stays in the store
+exactly as after a crash: never at once. With an outage grace (the
+default: --outage-grace), as after a crash, that is when the store's
+record shows the lease ended: at once where other processes renew,
+else up to the grace after its expiry. The record stays in the store
 (dsync status lists it) until an hour after the lease expired, when the
 sweeps delete it with the session's documents.
 

@@ -51,7 +51,10 @@ how to read one:
              this machine (found among the holder's child processes)
   HELD FOR   since the holder queued for the lock: for a holder that
              waited behind others, its wait is counted too
-  EXPIRES IN when the holder's session expires unless renewed
+  EXPIRES IN when the holder's session expires unless renewed; "expired"
+             once it has, while nothing proves the holder gone: within
+             its outage grace (--outage-grace), it rides an outage of the
+             store, or died with no other process renewing to show it
   WAITING    live claims queued behind the holders: Lock calls waiting
   LAST SEEN  a candidate's last heartbeat
 
@@ -84,6 +87,11 @@ Last, whatever NAME or --prefix select: the sessions operators revoked
 claim's token, its holder's host and pid, when it stalled, last
 reported progress and began holding (server time; "?" where the holder
 did not say), marked "(last hour)" when it stalled in the last hour.
+Under "outages ridden through (last day):", newest first, each process
+that held through an outage of the store (its outage grace,
+--outage-grace): when its lease was suspended (server time: its holds'
+deadline; the outage began up to a TTL earlier), for how long, how many
+holds it kept, its host, pid and session.
 Under "lock sets waiting:", each lock set's claim that waits among the
 names listed: the set, its host and pid, what it holds (from its wait
 note, once it waited its deadlock timeout), where it waits and for whom
@@ -126,7 +134,8 @@ Flags:
              elections here), {"revocation": ...} per revoked session,
              {"stall": ...} per stall record, {"setWait": ...} and
              {"deadlock": ...} per lock set's wait and deadlock broken,
-             and last {"summary": ...}: the server's time ("now"), the
+             {"outage": ...} per outage ridden through (a record per
+             session that kept holds), and last {"summary": ...}: the server's time ("now"), the
              order, with --limit whether more follow and the --after
              that lists them ("more", "next"), the "database" and
              "collection" read and, when nothing was found, the other
@@ -252,10 +261,9 @@ func printStatus(ctx context.Context, g *globals, db *mongo.Database, f statusFl
 	if err != nil {
 		return fail("status", exitFailure, err)
 	}
-	rs, stalls := recs.revocations, recs.stalls
 	var out statusSink
 	if f.asJSON {
-		out = newJSONSink(os.Stdout, rs, stalls, &recs.sets, func(partition string) ([]statuspage.DrainedMember, error) {
+		out = newJSONSink(os.Stdout, recs.revocations, recs.stalls, &recs.sets, recs.outages, func(partition string) ([]statuspage.DrainedMember, error) {
 			return store.reader.Drained(ctx, partition)
 		})
 	} else {
@@ -303,12 +311,16 @@ func readFailed(g *globals, sel selection, sum statusSummary, err error) (int, e
 }
 
 // printTail prints, after the table, the revocations, the stalls, the
-// lock sets' waits and deadlocks, and the partitions' drained members.
+// outages ridden through, the lock sets' waits and deadlocks, and the
+// partitions' drained members.
 func printTail(ctx context.Context, store *statusStore, out statusSink, recs statusRecords, now time.Time) error {
 	if err := printRevocations(os.Stdout, recs.revocations); err != nil {
 		return err
 	}
 	if err := printStalls(os.Stdout, recs.stalls, now); err != nil {
+		return err
+	}
+	if err := printOutages(os.Stdout, recs.outages); err != nil {
 		return err
 	}
 	w, ok := out.(*setWaitSink)

@@ -32,11 +32,12 @@ type jsonSink struct {
 
 // newJSONSink returns a sink that prints to w, marks the claims of the
 // sessions that rs revoked, and prints, at the end, the partitions with
-// the members that drained reads drained (nil: none), rs, stalls, and
-// the lock sets' waits and deadlocks that sets tells.
-func newJSONSink(w io.Writer, rs []statuspage.Revocation, stalls []statuspage.Stall, sets *statuspage.SetRecords, drained func(partition string) ([]statuspage.DrainedMember, error)) *jsonSink {
+// the members that drained reads drained (nil: none), rs, stalls, the
+// lock sets' waits and deadlocks that sets tells (nil: none), and the
+// outages ridden through.
+func newJSONSink(w io.Writer, rs []statuspage.Revocation, stalls []statuspage.Stall, sets *statuspage.SetRecords, outages []statuspage.Outage, drained func(partition string) ([]statuspage.DrainedMember, error)) *jsonSink {
 	s := &jsonSink{enc: json.NewEncoder(w), sets: sets}
-	s.Sink, s.end = statuspage.Stream(rs, stalls, sets, drained, s.print)
+	s.Sink, s.end = statuspage.Stream(rs, stalls, sets, outages, drained, s.print)
 	return s
 }
 

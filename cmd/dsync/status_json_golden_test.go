@@ -80,7 +80,11 @@ func TestStatusJSONGolden(t *testing.T) {
 			{ID: "m2", By: "ops@b", At: at(7)}, // no status seen
 		}, nil
 	}
-	sink := newJSONSink(&out, revocations, stalls, nil, drained)
+	outages := []statuspage.Outage{
+		{Session: "s1", Host: "here", PID: 100, Suspended: at(3), Resumed: at(15), Holds: 2, At: at(16)},
+		{Session: "s5", Host: "there", PID: 202, Suspended: at(3), Resumed: at(14), Holds: 1, At: at(14)},
+	}
+	sink := newJSONSink(&out, revocations, stalls, nil, outages, drained)
 	sink.cmds = commandFinder{host: "here", children: map[int]int{100: 1100, 102: 1102}, read: time.Now().Add(time.Hour)}
 	for _, l := range locks {
 		if err := sink.Lock(l); err != nil {
@@ -115,5 +119,7 @@ const statusJSONGolden = `{"lock":{"key":"jobs","kind":"mutex","name":"jobs","st
 {"revocation":{"session":"s9","by":"ops@a","reason":"old","at":"2026-11-28T12:00:01Z"}}
 {"stall":{"key":"dsync:sem/encode","kind":"semaphore","name":"encode","token":2,"owner":"owner-s8","host":"here","pid":108,"session":"s8","nonce":"n8","since":"2026-11-28T12:00:11Z","lastProgress":"2026-11-28T12:00:15Z","at":"2026-11-28T12:00:25Z"}}
 {"stall":{"key":"jobs","kind":"mutex","name":"jobs","token":6,"owner":"owner-s7","host":"there","pid":207,"session":"s7","nonce":"n7","at":"2026-11-28T12:00:02Z"}}
+{"outage":{"session":"s1","host":"here","pid":100,"suspended":"2026-11-28T12:00:03Z","resumed":"2026-11-28T12:00:15Z","holds":2,"at":"2026-11-28T12:00:16Z"}}
+{"outage":{"session":"s5","host":"there","pid":202,"suspended":"2026-11-28T12:00:03Z","resumed":"2026-11-28T12:00:14Z","holds":1,"at":"2026-11-28T12:00:14Z"}}
 {"summary":{"now":"2026-11-28T12:00:30Z","clock":"store","uncertaintyMs":2,"namespace":"","prefix":"j","after":"a","order":"bytes","more":true,"next":"solo","database":"app","collection":"locks","elsewhere":["other"]}}
 `

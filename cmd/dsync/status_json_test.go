@@ -26,8 +26,9 @@ import (
 // lock with its holders and waiters (a Mutex's, an RWMutex's readers, a
 // Semaphore's units, a Once done), each election with its leader and
 // members, a partition's shards owned and not and its drained member, the revocations with the
-// revoked session's claim marked, the stall records, and a summary that
-// says what the page's top says.
+// revoked session's claim marked, the stall records, the outages ridden
+// through in the last day, and a summary that says what the page's top
+// says.
 func TestStatusJSONIsThePagesSchema(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
@@ -89,6 +90,11 @@ func TestStatusJSONIsThePagesSchema(t *testing.T) {
 		must(s.Roles().Stalls.RecordStall(ctx, driver.Stall{Key: "dsync:sem/encode", Token: 1, Owner: "o", Session: "s", Nonce: "n", Host: "h", PID: 1,
 			Since: stalledAt.Add(-time.Minute), LastProgress: stalledAt.Add(-time.Second), At: stalledAt}))
 		must(s.Roles().Stalls.RecordStall(ctx, driver.Stall{Key: "jobs", Token: 2, Session: "s", Nonce: "n2", At: stalledAt.Add(-time.Hour)}))
+		// Outages ridden through: two of the last day, one older.
+		for i, ago := range []time.Duration{time.Minute, time.Hour, 25 * time.Hour} {
+			must(s.Roles().Outages.RecordOutage(ctx, driver.Outage{Session: "s", Host: "h", PID: 1 + i, Suspended: stalledAt.Add(-ago - 12*time.Second),
+				Resumed: stalledAt.Add(-ago), Holds: 2 + i, At: stalledAt.Add(-ago)}))
+		}
 
 		time.Sleep(1500 * time.Millisecond) // for durations that are not 0
 		synctest.Wait()
@@ -110,18 +116,23 @@ func TestStatusJSONIsThePagesSchema(t *testing.T) {
 		must(err)
 		sets, err := r.SetRecords(ctx, now.Add(-statuspage.DeadlocksShown))
 		must(err)
-		sink := newJSONSink(&out, rs, stalls, &sets, func(partition string) ([]statuspage.DrainedMember, error) { return r.Drained(ctx, partition) })
+		outages, err := r.Outages(ctx, now.Add(-statuspage.OutagesShown))
+		must(err)
+		sink := newJSONSink(&out, rs, stalls, &sets, outages, func(partition string) ([]statuspage.DrainedMember, error) { return r.Drained(ctx, partition) })
 		sink.cmds.host = "(none)" // the command pids are the command's own: none here
 		listed, err := r.Walk(ctx, statuspage.Selection{}, sink)
 		must(err)
 		must(sink.done(statusSummary{now: now, Listed: listed}))
 		st := parseStatusJSON(t, out.String())
 		cli := statuspage.Snapshot{Summary: st.summary, Locks: st.locks, Elections: st.elections, Partitions: st.partitions, Revocations: st.revocations, Stalls: st.stalls,
-			SetWaits: nonNil(st.setWaits), Deadlocks: nonNil(st.deadlocks)}
+			SetWaits: nonNil(st.setWaits), Deadlocks: nonNil(st.deadlocks), Outages: nonNil(st.outages)}
 
 		if len(page.Locks) != 5 || len(page.Elections) != 1 || len(page.Partitions) != 1 || len(page.Partitions[0].Shards) != 2 ||
-			len(page.Revocations) != 1 || len(page.Stalls) != 2 || page.Error != "" {
-			t.Fatalf("status.json: %+v; want 5 locks, 1 election, a partition of 2 shards, 1 revocation, 2 stall records", page)
+			len(page.Revocations) != 1 || len(page.Stalls) != 2 || len(page.Outages) != 2 || page.Error != "" {
+			t.Fatalf("status.json: %+v; want 5 locks, 1 election, a partition of 2 shards, 1 revocation, 2 stall records, 2 outages of the last day", page)
+		}
+		if o := page.Outages; o[0].PID != 1 || o[1].PID != 2 || o[0].Holds != 2 || o[0].Resumed.Sub(o[0].Suspended) != 12*time.Second {
+			t.Errorf("status.json's outages: %+v; want the newest first, each as recorded", o)
 		}
 		if d := page.Partitions[0].Drained; len(d) != 1 || d[0].ID != "gone" || d[0].By != "ops@host" || d[0].Reason != "retired" || d[0].At.IsZero() || d[0].PID != 0 {
 			t.Errorf("status.json's partition drained: %+v; want the member gone, drained by ops@host, not seen", d)

@@ -29,6 +29,7 @@ type statusJSON struct {
 	stalls      []statuspage.Stall
 	setWaits    []statuspage.SetWait
 	deadlocks   []statuspage.Deadlock
+	outages     []statuspage.Outage
 	names       []string // of the locks and elections, in the order printed
 	summary     statuspage.Summary
 }
@@ -51,7 +52,7 @@ func parseStatusJSON(t *testing.T, out string) statusJSON {
 			t.Fatalf("status --json, line %d: %v\n%s", i+1, err, out)
 		}
 		set := 0
-		for _, isSet := range []bool{rec.Lock != nil, rec.Election != nil, rec.Partition != nil, rec.Revocation != nil, rec.Stall != nil, rec.SetWait != nil, rec.Deadlock != nil, rec.Summary != nil} {
+		for _, isSet := range []bool{rec.Lock != nil, rec.Election != nil, rec.Partition != nil, rec.Revocation != nil, rec.Stall != nil, rec.SetWait != nil, rec.Deadlock != nil, rec.Outage != nil, rec.Summary != nil} {
 			if isSet {
 				set++
 			}
@@ -74,6 +75,8 @@ func parseStatusJSON(t *testing.T, out string) statusJSON {
 			st.setWaits = append(st.setWaits, *rec.SetWait)
 		case rec.Deadlock != nil:
 			st.deadlocks = append(st.deadlocks, *rec.Deadlock)
+		case rec.Outage != nil:
+			st.outages = append(st.outages, *rec.Outage)
 		default:
 			st.summary = *rec.Summary
 		}

@@ -100,12 +100,13 @@ func (s *statusStore) read(ctx context.Context, sel selection, out statusSink) (
 
 // statusRecords are the records status reads before the locks: the
 // sessions operators revoked (first, so that --json marks the revoked
-// sessions' claims as it prints them), the stall records, and the lock
-// sets' wait notes and deadlock records.
+// sessions' claims as it prints them), the stall records, the lock
+// sets' wait notes and deadlock records, and the outages ridden through.
 type statusRecords struct {
 	revocations []statuspage.Revocation
 	stalls      []statuspage.Stall
 	sets        statuspage.SetRecords
+	outages     []statuspage.Outage
 }
 
 // records reads the statusRecords.
@@ -118,7 +119,10 @@ func (s *statusStore) records(ctx context.Context) (statusRecords, error) {
 	if r.stalls, err = s.reader.Stalls(ctx); err != nil {
 		return r, err
 	}
-	r.sets, err = s.reader.SetRecords(ctx, s.serverNow().Add(-statuspage.DeadlocksShown))
+	if r.sets, err = s.reader.SetRecords(ctx, s.serverNow().Add(-statuspage.DeadlocksShown)); err != nil {
+		return r, err
+	}
+	r.outages, err = s.reader.Outages(ctx, s.serverNow().Add(-statuspage.OutagesShown))
 	return r, err
 }
 

@@ -11,7 +11,6 @@ package main
 import (
 	"io"
 	"strconv"
-	"time"
 
 	"github.com/go-dsync/dsync/statuspage"
 )
@@ -37,7 +36,7 @@ func shardRow(name string, i int, e statuspage.ElectionState, cell func(string, 
 	}
 	left := "-"
 	if e.Lease != nil {
-		left = fmtDur(max(e.Lease.ExpiresAt.Sub(e.Now), time.Duration(0)))
+		left = expiresIn(e.Lease.ExpiresAt, e.Now)
 	}
 	l := e.Leader
 	return []string{name, strconv.Itoa(i), strconv.FormatUint(l.Token, 10), cell(l.Host, maxHostWidth), strconv.Itoa(l.PID), left}

@@ -49,18 +49,7 @@ stalled holds:
 // first.
 func TestStatusShowsStalls(t *testing.T) {
 	t.Parallel()
-	e := env(mongotest.Shared(t).URI())
-	db := mongotest.DatabaseName(t)
-	ctx, cancel := context.WithTimeout(context.Background(), slow(time.Minute))
-	defer cancel()
-	st, err := dsyncmongo.NewStore(mongotest.NewClient(t, mongotest.Shared(t).URI()).Database(db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e, db, st, ctx := recordsStore(t)
 	now := st.ServerTime().Latest
 	for _, s := range []driver.Stall{
 		{Key: "dsync:sem/encode", Token: 9, Owner: "o2", Session: "s2", Nonce: "n2", Host: "h2", PID: 22,
@@ -89,4 +78,24 @@ func TestStatusShowsStalls(t *testing.T) {
 		ss[1].Name != "nightly" || !ss[1].Since.IsZero() {
 		t.Errorf("dsync status --json does not show the stalls, newest first:\n%s", r.stdout)
 	}
+}
+
+// recordsStore is a store, prepared, on the shared test server, in a
+// database of t's own (db), for a test that records what dsync status
+// lists, the environment (e) that points dsync at it, and a context
+// that ends with t, within a minute.
+func recordsStore(t *testing.T) (e []string, db string, st *dsyncmongo.Store, ctx context.Context) {
+	t.Helper()
+	e, db = env(mongotest.Shared(t).URI()), mongotest.DatabaseName(t)
+	ctx, cancel := context.WithTimeout(t.Context(), slow(time.Minute))
+	t.Cleanup(cancel)
+	st, err := dsyncmongo.NewStore(mongotest.NewClient(t, mongotest.Shared(t).URI()).Database(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return e, db, st, ctx
 }

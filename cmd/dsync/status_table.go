@@ -153,7 +153,7 @@ func (t *tableSink) Lock(l statuspage.LockState) error {
 	for _, h := range l.Holders {
 		token := strconv.FormatUint(h.Token, 10)
 		host, pid, cmd := t.cell(h.Host, lockHostWidth), strconv.Itoa(h.PID), t.cmds.cell(h.Host, h.PID)
-		heldFor, left := fmtDur(max(l.Now.Sub(h.QueuedAt), 0)), fmtDur(max(h.ExpiresAt.Sub(l.Now), 0))
+		heldFor, left := fmtDur(max(l.Now.Sub(h.QueuedAt), 0)), expiresIn(h.ExpiresAt, l.Now)
 		if err := t.add(name, l.Kind, l.State(), token, host, pid, cmd, heldFor, left, strconv.Itoa(len(l.Waiting))); err != nil {
 			return err
 		}
@@ -251,7 +251,7 @@ func (t *tableSink) electionRows(e statuspage.ElectionState) [][]string {
 		term = strconv.FormatUint(e.Leader.Token, 10)
 	}
 	if e.Lease != nil {
-		left = fmtDur(max(e.Lease.ExpiresAt.Sub(e.Now), 0))
+		left = expiresIn(e.Lease.ExpiresAt, e.Now)
 	}
 	var first []string // the leader's row
 	var standby [][]string
@@ -351,4 +351,18 @@ func versionCell(m leader.Member) string {
 		return dash(m.Version)
 	}
 	return fmt.Sprintf("%s p%d", dash(m.Version), m.Priority)
+}
+
+// expiresIn is the EXPIRES IN cell of a holder whose session expires at
+// at, read at now: "expired" once it has. A holder still listed then is
+// not proven gone: within its outage grace (the default), its store was
+// out for everyone (it holds again once the store is back), or it died
+// and nothing proves it yet (the renewals of other processes through a
+// TTL past its expiry do, or the grace's end); without a grace, only
+// within the uncertainty of the read's clock.
+func expiresIn(at, now time.Time) string {
+	if !at.After(now) {
+		return "expired"
+	}
+	return fmtDur(at.Sub(now))
 }

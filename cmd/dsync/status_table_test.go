@@ -55,3 +55,35 @@ func TestLockTablePages(t *testing.T) {
 		}
 	})
 }
+
+// TestExpiresInCell: a holder's EXPIRES IN is the time left, and
+// "expired" once its session's expiry has passed (a holder within its
+// outage grace, not proven gone), never "0s".
+func TestExpiresInCell(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		at   time.Time
+		want string
+	}{
+		{now.Add(1500 * time.Millisecond), "1.5s"},
+		{now, "expired"},
+		{now.Add(-12 * time.Second), "expired"},
+	} {
+		if got := expiresIn(c.at, now); got != c.want {
+			t.Errorf("expiresIn(now%+v) = %q; want %q", c.at.Sub(now), got, c.want)
+		}
+	}
+	var out strings.Builder
+	sink := newTableSink(&out, "", "db.coll", selection{})
+	held := statuspage.LockState{Key: "jobs", Kind: statuspage.KindMutex, Name: "jobs", Now: now,
+		Holders: []statuspage.ClaimInfo{{Key: "jobs", Token: 7, Host: "h", PID: 9, QueuedAt: now.Add(-time.Minute), ExpiresAt: now.Add(-3 * time.Second), Holds: true}}}
+	if err := sink.Lock(held); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.done(statusSummary{now: now}); err != nil {
+		t.Fatal(err)
+	}
+	if lines := readLines(out.String()); len(lines) < 2 || !strings.Contains(lines[1], "  expired  ") {
+		t.Errorf("a holder past its expiry printed\n%s\nwant its EXPIRES IN \"expired\"", out.String())
+	}
+}

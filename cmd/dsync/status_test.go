@@ -215,7 +215,10 @@ echo "$out"`
 }
 
 // A holder killed with SIGKILL leaves its claim behind: once its session
-// expires, status shows the lock free, with nobody holding it.
+// expires, status shows the lock free, with nobody holding it. The holder
+// has no outage grace: with one, while no other process renews, nothing
+// the store records would tell its death from an outage of the store
+// until a renewal past its expiry + the grace.
 func TestStatusAfterTheHolderDies(t *testing.T) {
 	t.Parallel()
 	e := env(mongotest.Shared(t).URI())
@@ -226,7 +229,7 @@ func TestStatusAfterTheHolderDies(t *testing.T) {
 	// The TTL is long enough that a busy machine's late renewals keep
 	// the hold until the kill, short enough that the wait after it is.
 	const ttl = 5 * time.Second
-	cmd := dsyncCmd(ctx, e, "--db", db, "lock", "--ttl", ttl.String(), "doomed", "--",
+	cmd := dsyncCmd(ctx, e, "--db", db, "--outage-grace", "0", "lock", "--ttl", ttl.String(), "doomed", "--",
 		"sh", "-c", `touch "$1/holding"; exec sleep 600`, "sh", dir)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

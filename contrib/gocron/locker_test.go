@@ -320,6 +320,15 @@ func (s *heldRecords) RenewSession(ctx context.Context, id string, gen int, expi
 	return s.Store.RenewSession(ctx, id, gen, expires)
 }
 
+// Roles: the store's, without the record of up-time: a Client with an
+// outage grace (the default) renews through it, past RenewSession, where
+// this store fails renewals; without it the Client renews here.
+func (s *heldRecords) Roles() driver.Roles {
+	r := s.Store.Roles()
+	r.Uptime = nil
+	return r
+}
+
 func (s *heldRecords) InsertSession(ctx context.Context, sess driver.Session) error {
 	if s.failRenewals.Load() && sess.Gen > 0 { // a renewal's insert
 		return errors.New("renewal lost on the way")
@@ -426,16 +435,35 @@ func TestLockerClaimConfirmedAfterTheHoldEnded(t *testing.T) {
 	})
 }
 
-// TestLockNeverHeldIsNotLost: when the store stops answering and this
-// process's lease ends while Lock tries the job's lock, Lock fails with
-// ErrUnavailable saying the lock was not taken and why the lease ended,
-// once; not "lock lost before unlock" (twice, as dsync words a lost
-// hold), and not matching dsync.ErrLost: no lock was held.
+// TestLockNeverHeldIsNotLost: when the store stops answering while Lock
+// tries the job's lock, Lock fails with ErrUnavailable saying the lock
+// was not taken and why, once; not "lock lost before unlock" (twice, as
+// dsync words a lost hold), and not matching dsync.ErrLost: no lock was
+// held. Without an outage grace the lease ends meanwhile, and the error
+// says so; with one (the default) the lease is suspended, not ended, and
+// the error is the Lock's own time running out.
 func TestLockNeverHeldIsNotLost(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []dsync.ClientOption
+		want string // in the error, once
+	}{
+		{"no outage grace", []dsync.ClientOption{dsync.ClientWithOutageGrace(0)}, "lease"},
+		{"default outage grace", nil, "deadline exceeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lockNeverHeld(t, tc.opts, tc.want)
+		})
+	}
+}
+
+// lockNeverHeld is TestLockNeverHeldIsNotLost with a Client of opts, whose
+// error must say want once.
+func lockNeverHeld(t *testing.T, opts []dsync.ClientOption, want string) {
 	synctest.Test(t, func(t *testing.T) {
 		p := memory.New().Process()
 		var logged bytes.Buffer // what the Client logs, at Warn and above
-		c, err := dsync.NewClient(p, dsync.ClientWithLogger(slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))), dsync.ClientWithTTL(time.Second))
+		c, err := dsync.NewClient(p, append([]dsync.ClientOption{dsync.ClientWithLogger(slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelWarn}))), dsync.ClientWithTTL(time.Second)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -452,14 +480,15 @@ func TestLockNeverHeldIsNotLost(t *testing.T) {
 		if err := k.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		// The lease ends while the next Lock waits for the store.
+		// The lease's deadline passes while the next Lock waits for the
+		// store.
 		p.SetAnswering(false)
 		time.Sleep(300 * time.Millisecond)
 		_, err = l.Lock(ctx, "job")
 		p.SetAnswering(true)
 		if !errors.Is(err, dsyncgocron.ErrUnavailable) || errors.Is(err, dsync.ErrLost) ||
-			strings.Contains(err.Error(), "lost before unlock") || strings.Count(err.Error(), "lease") != 1 {
-			t.Errorf("Lock while the lease ended: %v; want ErrUnavailable saying once that the lease was not confirmed, not ErrLost", err)
+			strings.Contains(err.Error(), "lost before unlock") || strings.Count(err.Error(), want) != 1 {
+			t.Errorf("Lock while the store did not answer: %v; want ErrUnavailable saying %q once, not ErrLost", err, want)
 		}
 		c.Close()
 		for line := range strings.Lines(logged.String()) {

@@ -25,8 +25,11 @@
 //     with dsync.kind and dsync.lost.cause: stalled (its work reported no
 //     progress within its progress deadline, dsync.WithProgressDeadline),
 //     revoked (an operator revoked its session), closed (its Client was
-//     closed while it held), or lease (its lease could not be confirmed
-//     in time: renewals failed, or the store no longer knew the session).
+//     closed while it held), suspended (its lease's deadline passed with
+//     its session suspended, as in an outage of the whole store, with an
+//     outage grace: the hold may be taken back), or lease (its lease
+//     could not be confirmed in time: renewals failed, or the store no
+//     longer knew the session).
 //   - dsync.waiting [{call}], gauge: callers of this process waiting for
 //     a hold.
 //   - dsync.hold.age [s], gauge: the age of the oldest hold this process
@@ -37,6 +40,14 @@
 //   - dsync.lease.renewal.headroom [s], histogram: how much of the lease
 //     was left when a renewal was confirmed: alert when it nears zero.
 //   - dsync.lease.renewal.failures [{renewal}], counter.
+//   - dsync.lease.outages [{outage}], counter: outages of the whole store
+//     the lease rode through (suspended at its deadline, resumed once the
+//     store was back: dsync.ClientWithOutageGrace).
+//   - dsync.hold.kept [{hold}], counter: holds lost to a suspension whose
+//     claims those resumes kept, for their owners to take back with the
+//     same tokens.
+//   - dsync.lease.suspension.duration [s], histogram: how long the lease
+//     was suspended in each outage it rode through.
 //   - dsync.observer.dropped [{event}], counter: events the observer fell
 //     too far behind to record.
 //   - leader_election_master_status, gauge, attribute name: 1 while this
@@ -52,7 +63,7 @@
 // (renewal round trips and headroom), and to an hour for waits and holds.
 //
 // The counters and dsync.waiting are at 0 from the Observer's creation,
-// dsync.hold.lost for each kind and cause (24 series), so that an alert
+// dsync.hold.lost for each kind and cause (30 series), so that an alert
 // on them reads 0 before the first failure rather than an absent series.
 // The leader's instruments start with the first transition: election
 // names are not known before.

@@ -39,8 +39,13 @@ type instruments struct {
 	renewal, headroom metric.Float64Histogram
 	lost, renewFailed metric.Int64Counter
 	dropped           metric.Int64Counter
-	waiting           metric.Int64Gauge
-	ages              *holdAges
+	// outages, kept and suspended: outages of the whole store ridden
+	// through (event.Observer.OutageRidden), the holds they kept, and
+	// how long the lease was suspended in each.
+	outages, kept metric.Int64Counter
+	suspended     metric.Float64Histogram
+	waiting       metric.Int64Gauge
+	ages          *holdAges
 }
 
 // newInstruments makes Observer's instruments on meter (keys: WithKeys). Units are UCUM, as
@@ -67,6 +72,9 @@ func newInstruments(meter metric.Meter, keys bool) (*instruments, error) {
 	i.lost = counter("dsync.hold.lost", "{hold}", "Holds lost without their caller.")
 	i.renewFailed = counter("dsync.lease.renewal.failures", "{renewal}", "Renewals that failed.")
 	i.dropped = counter("dsync.observer.dropped", "{event}", "Events the observer fell too far behind to record.")
+	i.outages = counter("dsync.lease.outages", "{outage}", "Outages of the whole store the lease rode through: suspended at its deadline, resumed once the store was back.")
+	i.kept = counter("dsync.hold.kept", "{hold}", "Holds lost to a suspension in an outage of the whole store whose claims the resume kept, for their owners to take back.")
+	i.suspended = hist("dsync.lease.suspension.duration", "How long the lease was suspended in an outage of the whole store it rode through.", holdBuckets)
 	var err error
 	i.waiting, err = meter.Int64Gauge("dsync.waiting", metric.WithUnit("{call}"),
 		metric.WithDescription("Callers of this process waiting for a hold."))
@@ -94,5 +102,7 @@ func (i *instruments) zeroSeries() {
 	}
 	i.renewFailed.Add(ctx, 0)
 	i.dropped.Add(ctx, 0)
+	i.outages.Add(ctx, 0)
+	i.kept.Add(ctx, 0)
 	i.waiting.Record(ctx, 0)
 }

@@ -1,6 +1,7 @@
 package dsyncotel_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"testing/synctest"
@@ -77,27 +78,80 @@ func TestLostCauseStalled(t *testing.T) {
 	})
 }
 
+// observedProcess is observed with the Client on a process of a store in
+// memory, which a test cuts off (memory.Process.SetReachable), and opts.
+func observedProcess(t *testing.T, opts ...dsync.ClientOption) (*sdkmetric.ManualReader, *memory.Process, *dsync.Client) {
+	t.Helper()
+	r := sdkmetric.NewManualReader()
+	obs, err := dsyncotel.Observer(sdkmetric.NewMeterProvider(sdkmetric.WithReader(r)).Meter("test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := memory.New().Process()
+	c, err := dsync.NewClient(proc, append([]dsync.ClientOption{dsync.ClientWithObserver(obs)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return r, proc, c
+}
+
 // A hold whose lease could not be renewed (its process cut off from the
-// store) is counted lost with cause lease.
+// store) is counted lost with cause lease without an outage grace, and
+// with cause suspended with one (the default): it may be taken back.
 func TestLostCauseLease(t *testing.T) {
+	for _, tc := range []struct {
+		cause string
+		opts  []dsync.ClientOption
+	}{
+		{"lease", []dsync.ClientOption{dsync.ClientWithOutageGrace(0)}},
+		{"suspended", nil},
+	} {
+		t.Run(tc.cause, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r, proc, c := observedProcess(t, tc.opts...)
+				m, _ := dsync.NewMutex(c, "encode")
+				m.Lock()
+				proc.SetReachable(false)
+				lostWithin(t, m, 2*dsync.DefaultTTL)
+				synctest.Wait()
+				checkLost(t, r, tc.cause)
+			})
+		})
+	}
+}
+
+// An outage of the whole store that a hold rides through is counted:
+// dsync.lease.outages and dsync.hold.kept go up by one, and
+// dsync.lease.suspension.duration records how long the lease was
+// suspended. The only process cut off is the whole store's outage.
+func TestOutageRiddenCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := sdkmetric.NewManualReader()
-		obs, err := dsyncotel.Observer(sdkmetric.NewMeterProvider(sdkmetric.WithReader(r)).Meter("test"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		proc := memory.New().Process()
-		c, err := dsync.NewClient(proc, dsync.ClientWithObserver(obs))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		r, proc, c := observedProcess(t)
 		m, _ := dsync.NewMutex(c, "encode")
 		m.Lock()
 		proc.SetReachable(false)
 		lostWithin(t, m, 2*dsync.DefaultTTL)
+		time.Sleep(10 * time.Second)
+		proc.SetReachable(true)
+		if err := m.LockContext(context.Background()); err != nil {
+			t.Fatalf("LockContext after the outage: %v; want the hold back", err)
+		}
 		synctest.Wait()
-		checkLost(t, r, "lease")
+		got := metricsOf(t, r)
+		for name, want := range map[string]int64{"dsync.lease.outages": 1, "dsync.hold.kept": 1} {
+			sum, ok := got[name].Data.(metricdata.Sum[int64])
+			if !ok || len(sum.DataPoints) != 1 || sum.DataPoints[0].Value != want {
+				t.Errorf("%s = %+v, want %d", name, got[name].Data, want)
+			}
+		}
+		h, ok := got["dsync.lease.suspension.duration"].Data.(metricdata.Histogram[float64])
+		// Suspended from Lost's closing to the resume: the 10 s cut off,
+		// and then up to a TTL until a renewal's retry and the check.
+		if !ok || len(h.DataPoints) != 1 || h.DataPoints[0].Count != 1 || h.DataPoints[0].Sum < 10 || h.DataPoints[0].Sum > 10+dsync.DefaultTTL.Seconds() {
+			t.Errorf("dsync.lease.suspension.duration = %+v, want one suspension of 10 s to 10 s + a TTL", got["dsync.lease.suspension.duration"].Data)
+		}
+		m.Unlock()
 	})
 }
 

@@ -79,15 +79,20 @@ func failure(err error) string {
 }
 
 // Why holds are lost, the values of dsync.lost.cause.
-var causes = []string{"lease", "revoked", "stalled", "closed"}
+var causes = []string{"lease", "suspended", "revoked", "stalled", "closed"}
 
 // lossCause names why a hold was lost, from the error Observer.Lost was
 // given: its work reported no progress within its progress deadline, an
-// operator revoked its session, its Client was closed, or else its lease
-// could not be confirmed in time (renewals failed, or the store no longer
-// knew its session).
+// operator revoked its session, its Client was closed, its lease's
+// deadline passed with the session suspended in what may be an outage
+// of the whole store (dsync.ErrSuspended: the hold may be taken back,
+// dsync.lease.outages counts those that were), or else its lease could
+// not be confirmed in time (renewals failed, or the store no longer knew
+// its session).
 func lossCause(err error) string {
 	switch {
+	case errors.Is(err, dsync.ErrSuspended):
+		return "suspended"
 	case errors.Is(err, dsync.ErrStalled):
 		return "stalled"
 	case errors.Is(err, dsync.ErrRevoked):
@@ -124,5 +129,10 @@ func (i *instruments) observer() event.Observer {
 		},
 		RenewFailed: func(error) { i.renewFailed.Add(ctx, 1) },
 		Dropped:     func(n int) { i.dropped.Add(ctx, int64(n)) },
+		OutageRidden: func(o event.Outage) {
+			i.outages.Add(ctx, 1)
+			i.kept.Add(ctx, int64(o.Holds))
+			i.suspended.Record(ctx, o.Resumed.Sub(o.Suspended).Seconds())
+		},
 	}
 }

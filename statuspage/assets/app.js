@@ -21,6 +21,10 @@
     return Math.floor(s / 3600) + "h " + Math.floor((s % 3600) / 60) + "m";
   }
   function clock(t) { return new Date(t).toISOString().slice(11, 19) + " UTC"; }
+  // An expiry passed while the holder is still listed: not proven gone
+  // (within its outage grace: riding an outage of the store, or dead with
+  // nothing to show it yet).
+  function expiry(t, inMs) { return clock(t) + (inMs > 0 ? " (in " + dur(inMs) + ")" : " (expired)"); }
   function table(head, rows) {
     const t = el("table", {}, el("thead", {}, el("tr", {}, ...head.map((h) => el("th", {}, h)))));
     const b = el("tbody");
@@ -38,7 +42,7 @@
     return {
       cls: (holds ? "holder" : "waiting") + (c.revoked ? " revoked" : ""),
       cells: [(holds ? "holds" + units : "waits #" + i + units) + revoked, c.token, c.host, c.pid, c.owner,
-        holds ? dur(c.heldForMs) : "waiting " + dur(c.heldForMs), clock(c.expiresAt) + " (in " + dur(c.expiresInMs) + ")"],
+        holds ? dur(c.heldForMs) : "waiting " + dur(c.heldForMs), expiry(c.expiresAt, c.expiresInMs)],
       num: [false, true, false, true, false, true, false],
     };
   }
@@ -61,7 +65,7 @@
       const l = e.leader;
       card.append(table(["Leader", "Term", "Value", "Version", "Leads for", "Lease ends"],
         [{ cls: "leader", cells: [l.host + " pid " + l.pid, l.term, l.value || "–", l.version || "–", dur(l.heldForMs),
-          l.expiresAt ? clock(l.expiresAt) + " (in " + dur(l.expiresInMs) + ")" : "–"] }]));
+          l.expiresAt ? expiry(l.expiresAt, l.expiresInMs) : "–"] }]));
     }
     if (e.members.length) {
       card.append(table(["Member", "Host", "PID", "Version", "Last heartbeat"],
@@ -78,7 +82,7 @@
     card.append(table(["Shard", "Owner", "Token", "Owns for", "Lease ends"], p.shards.map((sh) => {
       const o = sh.owner;
       return o ? { cls: "shard", cells: [sh.shard, o.host + " pid " + o.pid, o.term, dur(o.heldForMs),
-        o.expiresAt ? clock(o.expiresAt) + " (in " + dur(o.expiresInMs) + ")" : "–"], num: [true, false, true, true, false] }
+        o.expiresAt ? expiry(o.expiresAt, o.expiresInMs) : "–"], num: [true, false, true, true, false] }
         : { cls: "shard unowned", cells: [sh.shard, "no owner", "–", "–", "–"], num: [true, false, false, false, false] };
     })));
     const drained = p.drained || [];
@@ -127,9 +131,18 @@
         (d.cycle.length ? d.cycle[0].set : "") + d.cycle.map((e) => " →" + e.name + "→ " + e.heldBy).join("")],
         num: [false, false, false, true, false] }))))];
   }
+  // The outages of the store ridden through: a row per session that kept
+  // holds, suspended at its deadline and resumed once the store was back.
+  function outages(os) {
+    if (!os.length) return [el("p", { class: "empty" }, "No outage of the store was ridden through in the last day.")];
+    return [el("div", { class: "card" }, table(["Suspended", "For", "Holds kept", "Host", "PID", "Session"],
+      os.map((o) => ({ cls: "outage", cells: [when(o.suspended), dur(Date.parse(o.resumed) - Date.parse(o.suspended)), o.holds, o.host, o.pid, o.session],
+        num: [false, true, true, false, true, false] }))))];
+  }
   function draw(s) {
     $("setwaits").replaceChildren(...setWaits(s.setWaits || [], s));
     $("deadlocks").replaceChildren(...deadlocks(s.deadlocks || [], s));
+    $("outages").replaceChildren(...outages(s.outages || []));
     $("revocations").replaceChildren(...revocations(s.revocations || []));
     $("stalls").replaceChildren(...stalls(s.stalls || [], s.now));
     $("locks").replaceChildren(...(s.locks.length ? s.locks.map(lockCard) : [el("p", { class: "empty" }, "No locks on this page.")]));
