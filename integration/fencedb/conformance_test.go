@@ -11,14 +11,20 @@ import (
 	"github.com/go-dsync/dsync/internal/testbed/longtest"
 )
 
-// trials is the count of each conformance run: the acceptance run's
-// 10,000 in the long run (DSYNC_LONG=1, as CI sets), else 0, which
-// leaves it to fencetest's -fencetest.trials flag (100 without it).
+// trials is the count of each conformance run: in the long run
+// (DSYNC_LONG=1, as CI sets) the acceptance run's 10,000, or 1,000 under
+// the race detector, which CI runs beside every other package's tests
+// (the 10,000 then took it past its 40 minutes); else 0, which leaves it
+// to fencetest's -fencetest.trials flag (100 without it). CI runs the
+// 10,000 without the race detector on a line of their own.
 func trials() int {
-	if longtest.Enabled() {
-		return 10000
+	switch {
+	case !longtest.Enabled():
+		return 0
+	case raceEnabled:
+		return 1000
 	}
-	return 0
+	return 10000
 }
 
 // sqlResource is a fenced register per key in a table reg(k, v), written

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-dsync/dsync/fence"
 	"github.com/go-dsync/dsync/fence/fencesql"
+	"github.com/go-dsync/dsync/integration/fencedb/sqlserve"
 )
 
 // TestMarksAdmit: Admit raises the mark and commits it before it
@@ -168,6 +169,7 @@ func sqlOpenLike(t *testing.T, d fencesql.Dialect, db *sql.DB) *sql.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sqlserve.KeepIdle(other)
 	t.Cleanup(func() { other.Close() })
 	return other
 }

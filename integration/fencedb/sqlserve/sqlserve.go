@@ -113,11 +113,21 @@ func Open(tb testing.TB, d fencesql.Dialect) *sql.DB {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	KeepIdle(db)
 	tb.Cleanup(func() { db.Close() })
 	if err := db.Ping(); err != nil {
 		tb.Fatalf("%v: %v", d, err)
 	}
 	return db
+}
+
+// KeepIdle lets db keep as many idle connections as the tests use at
+// once, as a service's pool is sized. database/sql keeps 2 by default
+// and closes the rest as they come back; PostgreSQL forks a server
+// process for each new connection, and the conformance suite's parallel
+// trials then spent most of their time starting and ending them.
+func KeepIdle(db *sql.DB) {
+	db.SetMaxIdleConns(64)
 }
 
 func openPostgres(tb testing.TB) (*sql.DB, error) {
