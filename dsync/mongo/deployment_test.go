@@ -431,7 +431,9 @@ func sessionDocs(t *testing.T, ctx context.Context, db *mongo.Database, id strin
 	}
 	out := make(map[string]time.Time)
 	for _, d := range ds {
-		out[d.ID] = d.ExpiresAt
+		if _, ok := sessionGenOf(id, d.ID); ok {
+			out[d.ID] = d.ExpiresAt
+		}
 	}
 	return out
 }

@@ -3,8 +3,6 @@ package dsyncmongo
 import (
 	"context"
 	"errors"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -178,14 +176,17 @@ func (ss *sessionStore) GetSession(ctx context.Context, id string) (driver.Sessi
 		return driver.Session{}, false, err
 	}
 	best := driver.Session{ID: id}
-	for i, d := range docs {
-		if i == 0 || d.ExpiresAt.After(best.ExpiresAt) {
-			best.ExpiresAt = d.ExpiresAt
-			best.Gen, _ = strconv.Atoi(strings.TrimPrefix(d.ID, id+"~"))
+	found := false
+	for _, d := range docs {
+		gen, ok := sessionGenOf(id, d.ID)
+		if !ok {
+			continue // another session's, whose ID begins with id
 		}
-		if d.ID == sessionDocID(id, 0) {
-			best.HasFirst = true
+		if !found || d.ExpiresAt.After(best.ExpiresAt) {
+			best.ExpiresAt, best.Gen = d.ExpiresAt, gen
 		}
+		best.HasFirst = best.HasFirst || gen == 0
+		found = true
 	}
-	return best, len(docs) > 0, nil
+	return best, found, nil
 }

@@ -69,8 +69,13 @@ func (s *Store) RenewSessionUp(ctx context.Context, id string, gen int, expires 
 // document's "seen" is its newest stamp only while the server's clock
 // never goes back, and the evidence must not rest on that. The spans
 // that end before since are left out. The sessions collection holds a
-// document per process started within sessionRetention, so the read is
-// small.
+// document per session generation that expired within sessionRetention:
+// one per process started, and one more for each outage a process's
+// session rode through (its resume inserts a generation), each carrying
+// the spans merged so far. On FerretDB the read decodes every document
+// of the collection, so that its cost grows with the outages of the last
+// hour as well as with the processes (docs/contributing.md: the outage
+// soak).
 func (s *Store) ReadUptime(ctx context.Context, since time.Time) (driver.Uptime, error) {
 	coll := s.sessions.coll.Clone(options.Collection().SetReadConcern(readconcern.Majority()))
 	// Session IDs are xids ([0-9a-v]); the other documents of the
