@@ -188,7 +188,9 @@
 //
 // Set DSYNC_HISTORY_DIR to keep the history files of every test there,
 // with each worker's standard error (its log); DSYNC_WORKER_LOG sets the
-// workers' log level ("debug", "info", "warn" by default, "error").
+// workers' log level ("debug", "info", "warn" by default, "error"). At
+// debug a worker also logs every command its Client sends as it ends:
+// name, collection, time taken and error.
 // Without it, a failed test's history files are copied out of its
 // temporary directory into the system's (its log says where).
 // The suite prints a summary line at the end (shown with -v, or when

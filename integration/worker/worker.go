@@ -116,11 +116,15 @@ func (w *worker) run() error {
 	if connectTimeout == 0 {
 		connectTimeout = 2 * time.Second
 	}
-	client, err := mongo.Connect(options.Client().ApplyURI(cfg.URI).
+	copts := options.Client().ApplyURI(cfg.URI).
 		SetConnectTimeout(connectTimeout).
 		SetHeartbeatInterval(500 * time.Millisecond).
 		SetServerSelectionTimeout(5 * time.Second).
-		SetTimeout(5 * time.Second))
+		SetTimeout(5 * time.Second)
+	if level <= slog.LevelDebug {
+		copts.SetMonitor(commandLog(w.logger))
+	}
+	client, err := mongo.Connect(copts)
 	if err != nil {
 		return err
 	}
