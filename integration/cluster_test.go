@@ -202,13 +202,14 @@ func (c *cluster) start(name string, mod func(*worker.Config)) *proc {
 	p := &proc{name: name, cfg: cfg, cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: 32 << 10},
 		exited: make(chan struct{}), readerDone: make(chan struct{})}
 	cmd.Stderr = p.stderr
+	var logFile *os.File // the whole stderr, with DSYNC_HISTORY_DIR; closed once the process is reaped
 	if os.Getenv("DSYNC_HISTORY_DIR") != "" {
 		// Kept with the histories: the whole log, not only its tail.
 		f, err := os.Create(filepath.Join(c.dir, fmt.Sprintf("%s-%s.stderr", name, time.Now().Format("150405.000"))))
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		p.logFile = f
+		logFile = f
 		cmd.Stderr = io.MultiWriter(p.stderr, f)
 	}
 	if err := cmd.Start(); err != nil {
@@ -227,8 +228,8 @@ func (c *cluster) start(name string, mod func(*worker.Config)) *proc {
 		}
 		_, _ = io.Copy(io.Discard, stdout)
 		p.waitErr = cmd.Wait()
-		if p.logFile != nil {
-			p.logFile.Close()
+		if logFile != nil {
+			logFile.Close()
 		}
 		close(p.exited)
 	}()
@@ -574,7 +575,6 @@ type proc struct {
 	pid        int
 	stdin      io.WriteCloser
 	stderr     *tailBuffer
-	logFile    *os.File // its whole stderr, with DSYNC_HISTORY_DIR
 	exited     chan struct{}
 	readerDone chan struct{}
 	waitErr    error // valid once exited is closed
