@@ -71,11 +71,11 @@ func (s *Store) RenewSessionUp(ctx context.Context, id string, gen int, expires 
 // that end before since are left out. The sessions collection holds a
 // document per session generation that expired within sessionRetention:
 // one per process started, and one more for each outage a process's
-// session rode through (its resume inserts a generation), each carrying
-// the spans merged so far. On FerretDB the read decodes every document
-// of the collection, so that its cost grows with the outages of the last
-// hour as well as with the processes (docs/contributing.md: the outage
-// soak).
+// session rode through (its renewals of unknown outcome move it to a new
+// generation), each with the spans of its own renewals. On FerretDB the
+// read decodes every document of the collection, so that its cost grows
+// with the outages of the last hour as well as with the processes
+// (docs/contributing.md: the outage soak).
 func (s *Store) ReadUptime(ctx context.Context, since time.Time) (driver.Uptime, error) {
 	coll := s.sessions.coll.Clone(options.Collection().SetReadConcern(readconcern.Majority()))
 	// Session IDs are xids ([0-9a-v]); the other documents of the

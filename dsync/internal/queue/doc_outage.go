@@ -13,9 +13,10 @@
 // with that record instead:
 //
 //   - The record: every renewal of a session document stores the stamps
-//     (the store's times of applying them) its session's renewals got
+//     (the store's times of applying them) that document's renewals got
 //     back, merged into spans under TTL/2, and gets its own stamp back
-//     (session_uptime.go). A stamp proves the store was up and applied a
+//     (session_uptime.go); a session's next generation starts a record
+//     of its own, and the one before keeps its stamps. A stamp proves the store was up and applied a
 //     write then; a gap in the union of every session's stamps shows a
 //     time in which no renewal was applied: an outage of the store, or of
 //     every process with a session.

@@ -47,7 +47,7 @@ type renewal struct {
 	sentExp  time.Time     // the expiry the last renewal (or the open) sent
 	sentAt   time.Duration // local monotonic: when it was sent
 	confirmd time.Time     // the highest expiry the store confirmed
-	up       []UpSpan      // the stamps its renewals got back, merged (session_uptime.go)
+	up       []UpSpan      // the stamps its generation's renewals got back, merged (session_uptime.go)
 	stored   []UpSpan      // the part of up the store is known to hold (session_uptime.go)
 	// confirms are the newest confirmed opens and renewals, by reply
 	// (resume.go: the expiries its owner's lease counted).
@@ -168,7 +168,7 @@ func (s *sessions) renew(ctx context.Context, r *renewal, id string, expires tim
 		if s.keepsGen(err) {
 			return found, err
 		}
-		r.gen, r.insert = r.gen+1, true
+		s.nextGen(r)
 	}
 	err := s.insertDoc(ctx, Session{ID: id, Gen: r.gen, ExpiresAt: expires})
 	switch {
@@ -181,12 +181,22 @@ func (s *sessions) renew(ctx context.Context, r *renewal, id string, expires tim
 		r.insert = false
 		found, err := s.renewDoc(ctx, r, id, expires)
 		if err != nil {
-			r.gen, r.insert = r.gen+1, true
+			s.nextGen(r)
 		}
 		return found, err
 	default:
 		return false, err
 	}
+}
+
+// nextGen moves r to its session's next generation, to be inserted by the
+// next write, whose record of up-time starts empty (session_uptime.go);
+// r.mu is held.
+func (s *sessions) nextGen(r *renewal) {
+	r.gen, r.insert = r.gen+1, true
+	s.mu.Lock()
+	r.up = nil
+	s.mu.Unlock()
 }
 
 // claimTerms returns what a claim made in session carries: its TTL and

@@ -8,12 +8,24 @@ import (
 
 // A session's record of up-time (driver.UptimeStore): with an outage
 // grace, on a store that keeps the record, each renewal of a session
-// document sends the stamps the session's renewals got back, merged under
-// its break (TTL/2), and keeps the stamp the store returns. A renewal of
-// unknown outcome keeps none, and its document is never renewed again
-// (RenewSession); so each document's last write, whenever it lands, holds
-// every stamp that document's earlier renewals returned, as the role asks
-// of its caller.
+// document sends the stamps that document's earlier renewals got back,
+// merged under its break (TTL/2), and keeps the stamp the store returns.
+// A renewal of unknown outcome keeps none, and its document is never
+// renewed again (RenewSession); so each document's last write, whenever
+// it lands, holds every stamp that document's earlier renewals returned,
+// as the role asks of its caller.
+//
+// The next generation's document starts a record of its own, empty
+// (nextGen): the document before it keeps the stamps it has, and the
+// documents of a session hold, together, every stamp its renewals got
+// back (the newest only once the next renewal of its document lands).
+// A document is deleted only an hour after it expired (dsync/mongo's
+// sessionRetention): its stamps, applied before the expiries they
+// stored unless a write landed more than a TTL late, stay about as long
+// as they would in a record carried on (upRetention). A generation that
+// carried its predecessors' spans made a session's documents hold spans
+// as the square of the outages it rode through, and FerretDB decodes
+// every span of the collection at each read of the record.
 
 // upRetention is how long before a session's newest stamp its record
 // keeps a span: as long as dsync/mongo keeps an expired session's
@@ -78,11 +90,11 @@ func addStamp(up []UpSpan, stamp time.Time, brk time.Duration) []UpSpan {
 	return slices.DeleteFunc(merged, func(sp UpSpan) bool { return sp.To.Before(newest.Add(-upRetention)) })
 }
 
-// OwnUptime returns the record of up-time that session's renewals got
-// back from the store, merged under its break: nil if the engine keeps
-// none (no grace, or a store without the record), or did not open the
-// session, or has forgotten it (unrenewed for two TTLs). It is the
-// record the session's next renewal sends: every stamp in it was applied
+// OwnUptime returns the record of up-time that the renewals of session's
+// current generation got back from the store, merged under its break:
+// nil if the engine keeps none (no grace, or a store without the
+// record), or did not open the session, or has forgotten it (unrenewed
+// for two TTLs). It is the record the session's next renewal sends: every stamp in it was applied
 // by the store, but its newest stamp merged into the spans is not in the
 // store yet (a waiter judges on the store's record: judge_outage.go).
 func (s *sessions) OwnUptime(session string) []UpSpan {

@@ -96,8 +96,9 @@ func TestClaimsCarryGrace(t *testing.T) {
 // new one: the record the engine keeps is, merged, what the store holds;
 // each read of the store's record holds every stamp of the reads before
 // it; a gap longer than TTL/2 stays a gap. A renewal whose reply is lost
-// moves to the next generation, whose record holds every stamp the
-// engine had. Without a grace, renewals write no record.
+// moves to the next generation, whose record starts empty while the
+// generation before keeps the stamps it had: the store holds every stamp
+// once. Without a grace, renewals write no record.
 func TestSessionKeepsStamps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
@@ -174,9 +175,26 @@ func TestSessionKeepsStamps(t *testing.T) {
 		if s, found, err := mem.GetSession(ctx, sess); err != nil || !found || s.Gen != 1 {
 			t.Fatalf("GetSession = %+v, %v, %v; want generation 1 renewed last", s, found, err)
 		}
-		want[1].To = t0.Add(4 * time.Second) // 3s to 4s: a gap of exactly TTL/2 does not break
-		if own := e.OwnUptime(sess); !slices.Equal(own, want) {
-			t.Errorf("OwnUptime after a lost reply = %v, want %v (the lost reply's stamp at 3.5s is known here only from generation 1's)", own, want)
+		// The store's record, merged, runs from 2.5s to 4s (a gap of
+		// exactly TTL/2 does not break): generation 0 holds it to 3.5s,
+		// generation 1 from 4s, and the engine keeps generation 1's.
+		if own, want := e.OwnUptime(sess), []queue.UpSpan{{From: t0.Add(4 * time.Second), To: t0.Add(4 * time.Second)}}; !slices.Equal(own, want) {
+			t.Errorf("OwnUptime after a lost reply = %v, want %v: generation 1's stamps alone", own, want)
+		}
+		renewAfter(500*time.Millisecond, false)
+		rec, err := u.ReadUptime(ctx, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[queue.UpSpan]bool{}
+		for _, sp := range rec.Spans {
+			if seen[sp] {
+				t.Errorf("the store holds [%v, %v] twice: generation 1 carried generation 0's record (%v)", sp.From.Sub(t0), sp.To.Sub(t0), rec.Spans)
+			}
+			seen[sp] = true
+		}
+		if stored, _ := queue.Chains(rec.Spans, ttl/2); !slices.Equal(stored, []queue.UpSpan{want[0], {From: t0.Add(2500 * time.Millisecond), To: t0.Add(4500 * time.Millisecond)}}) {
+			t.Errorf("the store's record, merged, is %v", stored)
 		}
 	})
 
