@@ -48,6 +48,9 @@ type sessionStore struct {
 	// made: this store inserted a session, whose process cleans the
 	// long-expired sessions on Close (clean).
 	made atomic.Bool
+	// shared shares the reads that many callers send at once
+	// (sessions_shared.go).
+	shared sharedReads
 }
 
 // InsertSession is the Store's (driver.Store): one insert.
@@ -163,16 +166,11 @@ func (ss *sessionStore) renew(ctx context.Context, id string, gen int, expires t
 }
 
 // GetSession is the Store's (driver.Store): one find of every document
-// of the session (usually one).
+// of the session (usually one), shared with the calls for the session
+// that ask at the same time (sessions_shared.go).
 func (ss *sessionStore) GetSession(ctx context.Context, id string) (driver.Session, bool, error) {
-	cur, err := ss.coll.Find(ctx, sessionDocsFilter(id))
+	docs, err := ss.sessionDocs(ctx, id)
 	if err != nil {
-		ss.clock.noteFailure(err)
-		return driver.Session{}, false, err
-	}
-	var docs []sessionDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		ss.clock.noteFailure(err)
 		return driver.Session{}, false, err
 	}
 	best := driver.Session{ID: id}

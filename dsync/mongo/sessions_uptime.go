@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
-	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 
 	"github.com/go-dsync/dsync/dsync/driver"
 )
@@ -54,7 +52,8 @@ func (s *Store) RenewSessionUp(ctx context.Context, id string, gen int, expires 
 }
 
 // ReadUptime implements driver.UptimeStore: one find of every session
-// document, at majority read concern (a renewal a failover rolls back is
+// document (shared with the calls that ask at the same time:
+// sessions_shared.go), at majority read concern (a renewal a failover rolls back is
 // not evidence; FerretDB has one server, whose writes are all
 // committed). Why the contract promises the writes before a renewal this
 // store saw acknowledged, not all those acknowledged to anyone: before
@@ -77,21 +76,8 @@ func (s *Store) RenewSessionUp(ctx context.Context, id string, gen int, expires 
 // with the outages of the last hour as well as with the processes
 // (docs/contributing.md: the outage soak).
 func (s *Store) ReadUptime(ctx context.Context, since time.Time) (driver.Uptime, error) {
-	coll := s.sessions.coll.Clone(options.Collection().SetReadConcern(readconcern.Majority()))
-	// Session IDs are xids ([0-9a-v]); the other documents of the
-	// collection (the clock's, peers', revocations', stall, wait, deadlock
-	// and outage records') have
-	// _ids that begin with "#", which sorts before "0".
-	filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: "0"}}}}
-	proj := bson.D{{Key: "expiresAt", Value: 1}, {Key: "seen", Value: 1}, {Key: "up", Value: 1}, {Key: "v", Value: 1}}
-	cur, err := coll.Find(ctx, filter, options.Find().SetProjection(proj))
+	docs, err := s.sessions.uptimeDocs(ctx)
 	if err != nil {
-		s.clock.noteFailure(err)
-		return driver.Uptime{}, err
-	}
-	var docs []sessionDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		s.clock.noteFailure(err)
 		return driver.Uptime{}, err
 	}
 	return uptimeOf(docs, since), nil
