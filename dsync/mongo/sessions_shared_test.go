@@ -37,6 +37,17 @@ func heldFinds() (opts *options.ClientOptions, finds *atomic.Int64, started, rel
 	return opts, finds, started, release
 }
 
+// heldFindsStore returns a prepared Store on a database of its own whose
+// finds of the sessions collection heldFinds counts and holds.
+func heldFindsStore(ctx context.Context, t *testing.T) (s *Store, finds *atomic.Int64, started, release chan struct{}) {
+	opts, finds, started, release := heldFinds()
+	s = newBackend(t, mongotest.NewDatabase(t, opts)).s
+	if err := s.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s, finds, started, release
+}
+
 // waitFor polls cond until it holds, failing the test after a minute.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -53,11 +64,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestSessionReadsAreShared(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 2*time.Minute)
-	opts, finds, started, release := heldFinds()
-	s := newBackend(t, mongotest.NewDatabase(t, opts)).s
-	if err := s.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, finds, started, release := heldFindsStore(ctx, t)
 	exp := s.ServerTime().Latest.Add(time.Minute).Truncate(time.Millisecond)
 	if err := s.InsertSession(ctx, driver.Session{ID: "s1", ExpiresAt: exp}); err != nil {
 		t.Fatal(err)
@@ -92,11 +99,7 @@ func TestSessionReadsAreShared(t *testing.T) {
 func TestUptimeReadsAreShared(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t, 2*time.Minute)
-	opts, finds, started, release := heldFinds()
-	s := newBackend(t, mongotest.NewDatabase(t, opts)).s
-	if err := s.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, finds, started, release := heldFindsStore(ctx, t)
 	now := s.ServerTime().Latest.Truncate(time.Millisecond)
 	if err := s.InsertSession(ctx, driver.Session{ID: "s1", ExpiresAt: now.Add(time.Minute)}); err != nil {
 		t.Fatal(err)

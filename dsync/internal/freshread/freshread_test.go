@@ -119,10 +119,11 @@ func TestNoCallerGetsAReadSentBeforeIt(t *testing.T) {
 	})
 }
 
-// TestJoinsOnlyACoveringRead: a caller joins a read sent after it asked
-// only if the read's argument covers its own; otherwise it waits for the
-// next read, sent with its argument.
-func TestJoinsOnlyACoveringRead(t *testing.T) {
+// TestEachWaitsForTheNextRead: a read answers only the callers that asked
+// before it was sent; those that ask while it is in flight (b; then c and
+// d, while b's is) wait for the next, sent with the earliest argument any
+// of them asked for.
+func TestEachWaitsForTheNextRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g, r := since(), &reads{}
 		first := ask(g, named("a"), "k", 10, r)
@@ -136,7 +137,7 @@ func TestJoinsOnlyACoveringRead(t *testing.T) {
 		d := ask(g, named("d"), "k", 2, r)
 		synctest.Wait()
 		if n := r.count(); n != 2 {
-			t.Fatalf("%d reads sent; want 2 (c and d wait: read 2 does not cover 2)", n)
+			t.Fatalf("%d reads sent; want 2 (c and d wait: read 2 was sent before they asked)", n)
 		}
 		close(r.nth(t, 1).release)
 		if a := <-b; a.v != 200 {
