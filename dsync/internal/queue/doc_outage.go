@@ -16,7 +16,7 @@
 //     (the store's times of applying them) that document's renewals got
 //     back, merged into spans under TTL/2, and gets its own stamp back
 //     (session_uptime.go); a session's next generation starts a record
-//     of its own, and the one before keeps its stamps. A stamp proves the store was up and applied a
+//     of its own from the last span, and the one before keeps its stamps. A stamp proves the store was up and applied a
 //     write then; a gap in the union of every session's stamps shows a
 //     time in which no renewal was applied: an outage of the store, or of
 //     every process with a session.

@@ -190,12 +190,12 @@ func (s *sessions) renew(ctx context.Context, r *renewal, id string, expires tim
 }
 
 // nextGen moves r to its session's next generation, to be inserted by the
-// next write, whose record of up-time starts empty (session_uptime.go);
-// r.mu is held.
+// next write, whose record of up-time starts from the last span of the
+// record so far (carried: session_uptime.go); r.mu is held.
 func (s *sessions) nextGen(r *renewal) {
 	r.gen, r.insert = r.gen+1, true
 	s.mu.Lock()
-	r.up = nil
+	r.up = carried(r.up)
 	s.mu.Unlock()
 }
 

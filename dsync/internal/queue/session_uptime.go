@@ -15,17 +15,22 @@ import (
 // it lands, holds every stamp that document's earlier renewals returned,
 // as the role asks of its caller.
 //
-// The next generation's document starts a record of its own, empty
-// (nextGen): the document before it keeps the stamps it has, and the
-// documents of a session hold, together, every stamp its renewals got
-// back (the newest only once the next renewal of its document lands).
+// The next generation's document starts a record of its own, with only
+// the last span of the record so far (carried): the document before it
+// keeps the stamps it has, and the documents of a session hold, together,
+// every stamp its renewals got back (the newest only once the next
+// renewal of its document lands), merged as one record would hold them
+// (unless the store's clock stepped back, and a stamp merged into an
+// earlier span). The last span is the one the newest stamp merged into, which the
+// document before holds apart (its last write sent the spans before that
+// stamp and got the stamp back), and which the next stamps merge into.
 // A document is deleted only an hour after it expired (dsync/mongo's
 // sessionRetention): its stamps, applied before the expiries they
 // stored unless a write landed more than a TTL late, stay about as long
-// as they would in a record carried on (upRetention). A generation that
-// carried its predecessors' spans made a session's documents hold spans
-// as the square of the outages it rode through, and FerretDB decodes
-// every span of the collection at each read of the record.
+// as they would in a record carried whole (upRetention). A generation
+// that carried its predecessors' whole record made a session's documents
+// hold spans as the square of the outages it rode through, and FerretDB
+// decodes every span of the collection at each read of the record.
 
 // upRetention is how long before a session's newest stamp its record
 // keeps a span: as long as dsync/mongo keeps an expired session's
@@ -76,6 +81,15 @@ func (s *sessions) insertDoc(ctx context.Context, sess Session) error {
 	return s.uptime.InsertSessionUp(ctx, sess)
 }
 
+// carried is what a session's next generation carries of its record up:
+// its last span, which holds the newest stamp.
+func carried(up []UpSpan) []UpSpan {
+	if len(up) == 0 {
+		return nil
+	}
+	return []UpSpan{up[len(up)-1]}
+}
+
 // addStamp merges stamp into up under the break brk, and drops the spans
 // that end more than upRetention before the newest stamp.
 func addStamp(up []UpSpan, stamp time.Time, brk time.Duration) []UpSpan {
@@ -90,8 +104,9 @@ func addStamp(up []UpSpan, stamp time.Time, brk time.Duration) []UpSpan {
 	return slices.DeleteFunc(merged, func(sp UpSpan) bool { return sp.To.Before(newest.Add(-upRetention)) })
 }
 
-// OwnUptime returns the record of up-time that the renewals of session's
-// current generation got back from the store, merged under its break:
+// OwnUptime returns the record of up-time of session's current
+// generation (the span it carried, and the stamps its renewals got back
+// from the store), merged under its break:
 // nil if the engine keeps none (no grace, or a store without the
 // record), or did not open the session, or has forgotten it (unrenewed
 // for two TTLs). It is the record the session's next renewal sends: every stamp in it was applied
