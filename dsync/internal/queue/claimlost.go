@@ -31,7 +31,15 @@ func (q *claimRun) baseOnNewest(ctx context.Context) (again bool, err error) {
 	d, found, err := q.top(ctx)
 	if err != nil {
 		q.keepClimbed(d, found)
-		return false, q.topFailed(ctx, err)
+		if dropped, err := q.topFailed(ctx, err); !dropped {
+			return false, err
+		}
+		// The floor's claim is gone, and its gate is gone or names another
+		// segment: the store lost the key's history, and the segment is
+		// over. This Claim enters again at once (starts, or joins the
+		// store's segment now), as after a claim of a later segment,
+		// rather than return busy to be queued again after a pause.
+		return true, nil
 	}
 	q.base, q.known, q.tip = 0, true, tipRelease{}
 	if found && d.Epoch >= q.seg && d.Seg != q.seg {
@@ -60,7 +68,8 @@ func (q *claimRun) keepClimbed(d Doc, found bool) {
 func (q *claimRun) readTop(ctx context.Context) error {
 	d, found, err := q.top(ctx)
 	if err != nil {
-		return q.topFailed(ctx, err)
+		_, err = q.topFailed(ctx, err)
+		return err
 	}
 	return q.judgeTop(ctx, d, found)
 }
@@ -154,24 +163,25 @@ const maxTryChases = 1
 
 // topFailed handles an error of top: a floor that does not count (a gate
 // of a store's earlier history) leaves the segment to lapse, unless its
-// gate is gone, in which case the segment is forgotten at once.
-func (q *claimRun) topFailed(ctx context.Context, err error) error {
+// gate is gone, in which case the segment is forgotten at once (dropped).
+func (q *claimRun) topFailed(ctx context.Context, err error) (dropped bool, _ error) {
 	if !errors.Is(err, errFloorStray) {
-		return err
+		return false, err
 	}
 	e := q.e
 	ks := e.keys.snapshot(q.key)
 	if ks.seg == q.seg {
 		g, found, gerr := e.store.Get(ctx, GateID(q.key, ks.cover))
 		if gerr != nil {
-			return gerr
+			return false, gerr
 		}
 		if !found || g.Kind != KindGate || g.Seg != q.seg {
 			e.keys.dropCover(q.key, q.seg)
+			dropped = true
 		}
 	}
 	q.seg = 0
-	return &BusyError{Key: q.key}
+	return dropped, &BusyError{Key: q.key}
 }
 
 // stale drops q's segment, which a claim of a later one showed over: a
