@@ -62,9 +62,8 @@ func (r *reader) floorCounts(ctx context.Context, key string, f Floor) (Doc, boo
 // may insert only above the floor (floorBars), so taking it for one
 // would have each round read the first epoch again, find nothing, and
 // try the next round: a Claim in a segment known from before an emptying
-// kept reading that epoch until its coverage ran out (the public-API
-// simulation's outage seed 2045: 1,795 reads in 2.2 s of a waiter that
-// never inserted).
+// kept reading that epoch, and never inserted, until the segment's
+// coverage ran out (found by the public-API simulation's outages).
 func (r *reader) newest(ctx context.Context, key string, seg uint64, f Floor) (Doc, bool, error) {
 	start := max(seg, 1)
 	if f.Epoch >= start {
