@@ -79,20 +79,7 @@ func TestFloorAtFirstEpochGoneAfterAnEmptying(t *testing.T) {
 		store := &readsOf{Store: memory.New()}
 		engine := func() (*queue.Engine, string) {
 			t.Helper()
-			cfg := queue.DefaultConfig()
-			cfg.Span = time.Minute
-			e, err := queue.New(store, clock, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := e.Agree(ctx, true); err != nil {
-				t.Fatal(err)
-			}
-			sess, _, err := e.OpenSession(ctx, 30*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return e, sess
+			return agreedEngine(ctx, t, store, clock, time.Minute)
 		}
 		hold := func(e *queue.Engine, sess, owner string) *queue.Claim {
 			t.Helper()

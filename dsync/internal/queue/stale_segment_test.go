@@ -62,20 +62,7 @@ func staleSegment(t *testing.T, spanX, spanY, xAhead time.Duration, learnFirst b
 	store := memory.New()
 	engine := func(span time.Duration, clock queue.Times) (*queue.Engine, string) {
 		t.Helper()
-		cfg := queue.DefaultConfig()
-		cfg.Span = span
-		e, err := queue.New(store, clock, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Agree(ctx, true); err != nil {
-			t.Fatal(err)
-		}
-		sess, _, err := e.OpenSession(ctx, 30*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e, sess
+		return agreedEngine(ctx, t, store, clock, span)
 	}
 	var walkKey func(e *queue.Engine, sess, owner, key string) (*queue.Claim, error)
 	walk := func(e *queue.Engine, sess, owner string) (*queue.Claim, error) {
@@ -198,4 +185,24 @@ func TestSegmentKnownBeforeAnEmptyingPlanted(t *testing.T) {
 			t.Log(violation)
 		})
 	}
+}
+
+// agreedEngine returns an engine over store with a bucket span of span,
+// agreed on the protocol, and a session of it (TTL 30 s).
+func agreedEngine(ctx context.Context, t *testing.T, store queue.Store, clock queue.Times, span time.Duration) (*queue.Engine, string) {
+	t.Helper()
+	cfg := queue.DefaultConfig()
+	cfg.Span = span
+	e, err := queue.New(store, clock, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Agree(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	sess, _, err := e.OpenSession(ctx, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, sess
 }
