@@ -68,10 +68,10 @@ func (s *Store) keysOf(ctx context.Context, filter bson.D) (map[string]bool, err
 // filter the server applies when it lands. (FerretDB itself runs that
 // deleteMany as a read and then deletes by _id: what remains open is the
 // server's own time between the two, not a request's time on the way.)
-// The sweep also deletes the session documents long expired
-// (sessionStore.clean).
+// The sweep also deletes the session documents long expired and the
+// records past their retention (Store.clean).
 func (s storeRoles) Compact(ctx context.Context, sentBefore time.Time, keep []string) (int64, error) {
-	defer s.sessions.clean(ctx)
+	defer s.clean(ctx)
 	if keep == nil {
 		keep = []string{}
 	}

@@ -206,8 +206,9 @@ var shardKeyFields = []string{"_id", "key", "kind", "epoch", "nonce"}
 // break the uniqueness of _ids (see shardKeyFields), and a sessions
 // collection sharded on anything but _id (the session renewals and the
 // server-time samples filter on _id alone, and a sample's upsert needs
-// the whole shard key in its filter), and a directory of keys sharded on
-// anything but _id (a key recorded on two shards would be listed twice).
+// the whole shard key in its filter), and a directory of keys or a
+// records collection sharded on anything but _id (a key or a record
+// inserted on two shards would be listed twice).
 // The shard keys are read from
 // config.collections; where that is not allowed, collStats tells whether
 // the collection is sharded at all, and a sharded one whose key cannot be
@@ -222,6 +223,7 @@ func (p *platform) checkSharding(ctx context.Context) error {
 		{p.cfg.collection, shardKeyFields, "only on fields that the document's _id determines (key, or _id), so that all the inserts of one _id reach one shard"},
 		{p.cfg.collection + sessionsSuffix, []string{"_id"}, "only on _id, which is all its updates filter on"},
 		{p.cfg.collection + keysSuffix, []string{"_id"}, "only on _id, so that all the inserts of one key reach one shard"},
+		{p.cfg.collection + recordsSuffix, []string{"_id"}, "only on _id, so that all the inserts of one record reach one shard"},
 	} {
 		key, sharded, err := p.shardKey(ctx, c.name)
 		if err != nil {

@@ -25,13 +25,15 @@
 //
 // # What it stores
 //
-// Four collections, named after the lock collection (WithCollection):
+// Five collections, named after the lock collection (WithCollection):
 // the lock collection holds each key's queue of claims and the markers
 // that end them, "<collection>_sessions" the processes' sessions,
-// "<collection>_events" (a 1 MiB capped collection) wake-up hints, and
+// "<collection>_events" (a 1 MiB capped collection) wake-up hints,
 // "<collection>_keys" the directory of keys that statuspage.Reader.List reads
 // (in order of bytes on MongoDB; in the order of first use on FerretDB,
-// where resuming a listing after a key is refused). Every
+// where resuming a listing after a key is refused), and
+// "<collection>_records" the records kept for people (stalls, outages
+// ridden through, lock sets' waits and deadlocks), a day each. Every
 // process that locks the same keys must use the same collection. The
 // repository's docs/deployments.md describes the documents, the
 // privileges they need and each kind of deployment; docs/operations.md

@@ -10,14 +10,13 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// Outage records (driver.OutageStore), kept in the sessions collection
-// beside the sessions under _ids "#o:<session>:<suspended>" (Suspended in
-// Unix milliseconds; a session's _ids are xids, which never begin with
-// "#", and no other record's begins with "#o:"). A record is inserted
-// once and never updated. It has no expiresAt, so the cleaning of expired
-// sessions selects it only by its own clause (oldOutages), once it is
-// older than outageRetention. ReadUptime reads only the _ids of sessions,
-// so the outage rule never sees it.
+// Outage records (driver.OutageStore), kept in the records collection
+// (records.go) under _ids "#o:<session>:<suspended>" (Suspended in Unix
+// milliseconds; no other record's _id begins with "#o:"). A record is
+// inserted once and never updated, and deleted once older than
+// outageRetention (oldOutages). Each process records one per outage it
+// rode through: kept in the sessions collection, they were what most of
+// FerretDB's reads of sessions decoded after a day of outages.
 
 const (
 	outageIDPrefix   = "#o:"
@@ -52,16 +51,16 @@ func (d outageDoc) outage() driver.Outage {
 
 // RecordOutage implements driver.OutageStore: one insert of the record,
 // and no other write.
-func (ss *sessionStore) RecordOutage(ctx context.Context, o driver.Outage) error {
-	return ss.insertRecord(ctx, "outage", outageDoc{ID: outageID(o.Session, o.Suspended), Session: o.Session, Host: o.Host, PID: o.PID,
+func (rs *recordStore) RecordOutage(ctx context.Context, o driver.Outage) error {
+	return rs.insertRecord(ctx, "outage", outageDoc{ID: outageID(o.Session, o.Suspended), Session: o.Session, Host: o.Host, PID: o.PID,
 		Suspended: o.Suspended, Resumed: o.Resumed, Holds: o.Holds, At: o.At})
 }
 
 // ListOutages implements driver.OutageStore: one find on the range of
 // outage records' _ids. It does not prepare the store, as no read does.
-func (ss *sessionStore) ListOutages(ctx context.Context, since time.Time) ([]driver.Outage, error) {
+func (rs *recordStore) ListOutages(ctx context.Context, since time.Time) ([]driver.Outage, error) {
 	var docs []outageDoc
-	if err := ss.findSince(ctx, outageIDPrefix, outageIDAfterAll, since, &docs); err != nil {
+	if err := rs.findSince(ctx, outageIDPrefix, outageIDAfterAll, since, &docs); err != nil {
 		return nil, err
 	}
 	out := make([]driver.Outage, len(docs))
@@ -72,9 +71,8 @@ func (ss *sessionStore) ListOutages(ctx context.Context, since time.Time) ([]dri
 }
 
 // oldOutages selects the outage records sent more than outageRetention
-// before now, the earliest server time now: the cleaning of long-expired
-// sessions deletes them in its one delete, as it does old stall records
-// (oldStalls). A copy of a record inserted again since (a resend landing
+// before now, the earliest server time now: recordStore.clean deletes
+// them with the other old records, in one delete. A copy of a record inserted again since (a resend landing
 // late) carries its old At, and goes at the next cleaning.
 func oldOutages(now time.Time) bson.D {
 	return append(idRange(outageIDPrefix, outageIDAfterAll), bson.E{Key: "at", Value: bson.D{{Key: "$lt", Value: now.Add(-outageRetention)}}})

@@ -10,8 +10,8 @@ import (
 // Roles implements driver.Store: it returns every role of the contract.
 // Each role is served by the part of the store that owns its state: the
 // wake-up feed (feed.go), the sessions collection (sessions.go: peers,
-// revocations, stall records, lock sets' wait notes, deadlock records
-// and outage records: outage.go), the directory of keys (directory.go), what
+// revocations), the records collection (records.go: stall records, lock
+// sets' wait notes, deadlock records, outage records), the directory of keys (directory.go), what
 // the store learned of its deployment (deployment.go: loopback), the
 // store itself for runs, the sweeper and reads (storeRoles), and for the
 // record of up-time, which its session documents keep
@@ -21,8 +21,8 @@ func (s *Store) Roles() driver.Roles {
 	return driver.Roles{
 		Runs: r, Maintenance: r, Reads: r, KeyCheck: keyLimits{},
 		Directory: s.dir, Feed: s.feed, FeedPause: s.feed,
-		Peers: s.sessions, Revocations: s.sessions, Stalls: s.sessions, Loopback: loopbackRole{s},
-		Uptime: s, Waits: s.sessions, Deadlocks: s.sessions, Outages: s.sessions,
+		Peers: s.sessions, Revocations: s.sessions, Stalls: s.records, Loopback: loopbackRole{s},
+		Uptime: s, Waits: s.records, Deadlocks: s.records, Outages: s.records,
 	}
 }
 
@@ -46,10 +46,10 @@ var (
 	_ driver.FeedPauser       = (*feed)(nil)
 	_ driver.PeerStore        = (*sessionStore)(nil)
 	_ driver.RevokeStore      = (*sessionStore)(nil)
-	_ driver.StallStore       = (*sessionStore)(nil)
-	_ driver.WaitStore        = (*sessionStore)(nil)
-	_ driver.DeadlockStore    = (*sessionStore)(nil)
-	_ driver.OutageStore      = (*sessionStore)(nil)
+	_ driver.StallStore       = (*recordStore)(nil)
+	_ driver.WaitStore        = (*recordStore)(nil)
+	_ driver.DeadlockStore    = (*recordStore)(nil)
+	_ driver.OutageStore      = (*recordStore)(nil)
 	_ driver.LoopbackReporter = loopbackRole{}
 	_ driver.UptimeStore      = (*Store)(nil)
 )

@@ -10,11 +10,12 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// The documents this driver stores. Four collections, named after the
+// The documents this driver stores. Five collections, named after the
 // lock collection (DefaultCollection unless WithCollection says
 // otherwise): the lock collection holds the keys' queues, "_sessions" the
 // sessions (and the server-time samples' document), "_events" the
-// wake-up events (feed.go), "_keys" the directory of keys (directory.go).
+// wake-up events (feed.go), "_keys" the directory of keys (directory.go),
+// "_records" the stall, wait, deadlock and outage records (records.go).
 
 // lockDoc is a document of the lock collection: a claim of an epoch, its
 // shadow, a marker that ends a claim, a gate, the protocol document or a

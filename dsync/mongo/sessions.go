@@ -33,9 +33,8 @@ var errNotPrepared = errors.New("dsyncmongo: the store is not prepared for write
 const sessionRetention = time.Hour
 
 // A sessionStore serves what the sessions collection holds: the sessions
-// (here), the peers of direct hints (peers.go), the revocations
-// (revoke.go), the stall records (stall.go), and lock sets' wait notes
-// and deadlock records (waits.go). Besides the collection, its state is
+// (here), the peers of direct hints (peers.go) and the revocations
+// (revoke.go). Besides the collection, its state is
 // whether this store made a session.
 type sessionStore struct {
 	coll   *mongo.Collection
@@ -43,7 +42,7 @@ type sessionStore struct {
 	writer *writer
 	clock  *serverClock
 	// prepare prepares the store (Store.prepare), before the first write
-	// of a peer, a revocation or a stall record.
+	// of a peer or a revocation.
 	prepare func(context.Context) (*clockcheck.Estimator, error)
 	// made: this store inserted a session, whose process cleans the
 	// long-expired sessions on Close (clean).
@@ -81,11 +80,12 @@ func (ss *sessionStore) insert(ctx context.Context, sess driver.Session, v int) 
 // (trim.go).
 const closeCleanTime = 2 * time.Second
 
-// clean deletes the sessions that expired more than
-// sessionRetention ago and, in the same delete, the stall records older
-// than stallRetention (oldStalls) and the wait notes and deadlock records
-// older than waitRetention (oldWaits), then the revocations that can no
-// longer matter (cleanRevocations). Best effort. On FerretDB its deleteMany decodes
+// clean deletes the sessions that expired more than sessionRetention
+// ago, and in the same delete any stall, wait, deadlock or outage record
+// that an earlier release kept in this collection and is now older than
+// its retention (oldRecords; records live in the records collection now,
+// records.go), then the revocations that can no longer matter
+// (cleanRevocations). Best effort. On FerretDB its deleteMany decodes
 // the whole sessions collection, which holds a document for each process
 // started within the retention, so it is sent when a process that made a
 // session closes its store, and by sweeps (Compact), never on the way to
@@ -106,12 +106,10 @@ func (ss *sessionStore) clean(ctx context.Context) {
 	// One delete for both: FerretDB decodes the collection once.
 	filter := bson.D{{Key: "$or", Value: bson.A{
 		bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: before}}}},
-		oldStalls(now),
-		oldWaits(now),
-		oldOutages(now),
+		oldRecords(now),
 	}}}
 	if _, err := ss.writer.deleteWhere(ctx, ss.coll, "clean sessions", filter); err != nil {
-		ss.cfg.logger.Debug("dsyncmongo: deleting expired sessions and old records failed", "err", err)
+		ss.cfg.logger.Debug("dsyncmongo: deleting expired sessions failed", "err", err)
 	}
 	ss.cleanRevocations(ctx, before)
 }

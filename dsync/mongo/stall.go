@@ -5,18 +5,15 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// Stall records (driver.StallStore), kept in the sessions collection
-// beside the sessions under _ids "#stall/<session>/<nonce>" (a session's
-// _ids are xids, which never begin with "#"; a session and a nonce are
-// fixed-length xids, so the _id stays short whatever the key). A record is
-// inserted once and never updated. It has no expiresAt, so the cleaning
-// of expired sessions selects it only by its own clause (oldStalls), once
-// it is older than stallRetention.
+// Stall records (driver.StallStore), kept in the records collection
+// (records.go) under _ids "#stall/<session>/<nonce>" (a session and a
+// nonce are fixed-length xids, so the _id stays short whatever the key).
+// A record is inserted once and never updated, and deleted once older
+// than stallRetention (oldStalls).
 
 const (
 	stallIDPrefix   = "#stall/"
@@ -53,28 +50,18 @@ func (d stallDoc) stall() driver.Stall {
 
 // RecordStall implements driver.StallStore: one insert of the record, and
 // no other write.
-func (ss *sessionStore) RecordStall(ctx context.Context, s driver.Stall) error {
-	if _, err := ss.prepare(ctx); err != nil {
-		return err
-	}
-	err := ss.writer.write(ctx, "stall", func(ctx context.Context) error {
-		_, err := ss.coll.InsertOne(ctx, stallDoc{
-			ID: stallID(s.Session, s.Nonce), Key: s.Key, Token: int64(s.Token), Owner: s.Owner, Session: s.Session, Nonce: s.Nonce,
-			Host: s.Host, PID: s.PID, Since: s.Since, LastProgress: s.LastProgress, At: s.At,
-		})
-		return err
+func (rs *recordStore) RecordStall(ctx context.Context, s driver.Stall) error {
+	return rs.insertRecord(ctx, "stall", stallDoc{
+		ID: stallID(s.Session, s.Nonce), Key: s.Key, Token: int64(s.Token), Owner: s.Owner, Session: s.Session, Nonce: s.Nonce,
+		Host: s.Host, PID: s.PID, Since: s.Since, LastProgress: s.LastProgress, At: s.At,
 	})
-	if mongo.IsDuplicateKeyError(err) {
-		return driver.ErrExists
-	}
-	return err
 }
 
 // Stalls implements driver.StallStore: one find on the range of stall
 // records' _ids. It does not prepare the store: a read must not create
 // the collections (dsync status of an empty database).
-func (ss *sessionStore) Stalls(ctx context.Context) ([]driver.Stall, error) {
-	cur, err := ss.coll.Find(ctx, stallRange())
+func (rs *recordStore) Stalls(ctx context.Context) ([]driver.Stall, error) {
+	cur, err := rs.coll.Find(ctx, stallRange())
 	if err != nil {
 		return nil, err
 	}
@@ -95,8 +82,8 @@ func stallRange() bson.D {
 }
 
 // oldStalls selects the stall records sent more than stallRetention
-// before now, the earliest server time now: sessionStore.clean deletes
-// them with the long-expired sessions, in one delete. A delete that lands
+// before now, the earliest server time now: recordStore.clean deletes
+// them with the other old records, in one delete. A delete that lands
 // late deletes records that old, or nothing: a copy of a record inserted
 // again since (a resend landing late) carries its old At.
 func oldStalls(now time.Time) bson.D {

@@ -13,8 +13,8 @@ import (
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
-// TestStallRecordsEndAfterTheRetention: the cleaning of long-expired
-// sessions deletes the stall records sent more than stallRetention ago
+// TestStallRecordsEndAfterTheRetention: the cleaning of old records
+// deletes the stall records sent more than stallRetention ago
 // (store time), and keeps the others and every revocation and live
 // session beside them.
 func TestStallRecordsEndAfterTheRetention(t *testing.T) {
@@ -45,7 +45,7 @@ func TestStallRecordsEndAfterTheRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st.sessions.clean(ctx)
+	st.clean(ctx)
 	got, err := st.Roles().Stalls.Stalls(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -66,18 +66,19 @@ func TestStallRecordsEndAfterTheRetention(t *testing.T) {
 	}
 }
 
-// TestCloseCleansStallsInTheSessionsDelete: seen through the command
-// monitor, Close of a store that made a session deletes the old stall
-// records in the delete of the long-expired sessions: one delete (on
-// FerretDB, one find of the _ids it selects and one delete by _id), then
-// the revocations' find; as many commands as its clean sent before stall
-// records existed, however many of both there are.
-func TestCloseCleansStallsInTheSessionsDelete(t *testing.T) {
+// TestCloseCleansOldRecords: seen through the command monitor, Close of
+// a store that made a session deletes the long-expired sessions in one
+// delete of the sessions collection and the old records (stall records
+// here) in one delete of the records collection (on FerretDB, each a find
+// of the _ids it selects and a delete by _id), then reads the
+// revocations: however many of each there are.
+func TestCloseCleansOldRecords(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
 	var (
-		mu   sync.Mutex
-		on   bool
-		sent []string
+		mu      sync.Mutex
+		on      bool
+		sent    []string
+		deletes []string // the collection of each delete
 	)
 	c := &counter{onStart: func(e *event.CommandStartedEvent) {
 		k := kindOf(e)
@@ -87,6 +88,9 @@ func TestCloseCleansStallsInTheSessionsDelete(t *testing.T) {
 		mu.Lock()
 		if on {
 			sent = append(sent, k)
+			if k == "delete" {
+				deletes = append(deletes, e.Command.Lookup("delete").StringValue())
+			}
 		}
 		mu.Unlock()
 	}}
@@ -121,19 +125,15 @@ func TestCloseCleansStallsInTheSessionsDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	mu.Lock()
-	got := sent
+	got, gotDeletes := sent, deletes
 	mu.Unlock()
-	deletes := 0
-	for _, k := range got {
-		if k == "delete" {
-			deletes++
-		}
+	t.Logf("Close sent %q, deleting from %q", got, gotDeletes)
+	want := []string{DefaultCollection + sessionsSuffix, DefaultCollection + recordsSuffix}
+	if !slices.Equal(gotDeletes, want) || len(got) > 5 {
+		t.Errorf("Close sent %q, deleting from %q; want one delete from each of %q and at most five commands (with the revocations' find)", got, gotDeletes, want)
 	}
-	t.Logf("Close sent %q", got)
-	if deletes != 1 || len(got) > 3 {
-		t.Errorf("Close sent %q; want one delete and at most three commands (the sessions' delete, the revocations' find)", got)
-	}
-	// Read back through another store: the old stall records went.
+	// Read back through another store: the old sessions and stall records
+	// went.
 	other, err := NewStore(mongotest.SameDatabase(t, db), WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
@@ -141,5 +141,8 @@ func TestCloseCleansStallsInTheSessionsDelete(t *testing.T) {
 	defer other.Close()
 	if ss, err := other.Roles().Stalls.Stalls(ctx); err != nil || len(ss) != 0 {
 		t.Errorf("stall records after Close = %+v, %v; want none", ss, err)
+	}
+	if _, found, err := other.GetSession(ctx, "dead0000000000000000"); err != nil || found {
+		t.Errorf("GetSession(dead0...) after Close = found %v, %v; want gone", found, err)
 	}
 }

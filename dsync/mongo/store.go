@@ -21,7 +21,7 @@ import (
 )
 
 // Store is the MongoDB driver: a driver.Store over a database's
-// collections. It keeps a lock and a sessions collection, and its Roles
+// collections. It keeps a lock, a sessions and a records collection, and its Roles
 // serve every part of the contract, among them a driver.Feed over its
 // events collection and a directory of keys over its keys collection. It
 // decides nothing; a dsync.Client made over it (dsync.NewClient) runs the
@@ -46,6 +46,7 @@ type Store struct {
 	clock    *serverClock  // the server-time estimators (servertime.go)
 	writer   *writer       // how writes are sent; whether the server answers (writes.go)
 	sessions *sessionStore // the sessions collection: sessions, peers, revocations (sessions.go)
+	records  *recordStore  // the records collection: stalls, waits, deadlocks, outages (records.go)
 	dir      *directory    // the directory of keys (directory.go)
 	feed     *feed         // the wake-up feed (feed.go)
 }
@@ -62,6 +63,7 @@ func newStore(db *mongo.Database, cfg *config) *Store {
 	s.clock = newServerClock(primary, sessions, cfg)
 	s.writer = &writer{cfg: cfg, platform: s.platform, clock: s.clock}
 	s.sessions = &sessionStore{coll: sessions, cfg: cfg, writer: s.writer, clock: s.clock, prepare: s.prepare}
+	s.records = &recordStore{coll: s.collection(cfg.collection + recordsSuffix), cfg: cfg, writer: s.writer, clock: s.clock, prepare: s.prepare}
 	s.feed = &feed{
 		db: primary, events: primary.Collection(cfg.collection+eventsSuffix, options.Collection().SetWriteConcern(cfg.wc)),
 		cfg: cfg, writer: s.writer, clock: s.clock, platform: s.platform, prepare: s.prepare,
@@ -97,7 +99,8 @@ func (s *Store) ServerTime() driver.Interval { return s.clock.serverTime() }
 
 // Close implements driver.Store: it cleans up, stops the store's goroutines
 // and waits. If this store made a session, it first deletes the sessions
-// long expired, best effort. Then it stops the wake-up stream's follower
+// long expired and the records past their retention, best effort
+// (clean). Then it stops the wake-up stream's follower
 // and the estimator's goroutine, and waits for them. What it writes on the
 // way out shares closeCleanTime, and is skipped when the server seems gone
 // (closing.go).
@@ -106,7 +109,7 @@ func (s *Store) Close() error {
 	if !s.closed.Load() && s.sessions.made.Load() {
 		ctx, cancel := s.writer.cleanupContext(closeCleanTime)
 		if ctx.Err() == nil {
-			s.sessions.clean(ctx)
+			s.clean(ctx)
 		}
 		cancel()
 	}
@@ -115,6 +118,13 @@ func (s *Store) Close() error {
 	defer func() { <-s.sem }()
 	s.closed.Store(true)
 	return s.clock.close()
+}
+
+// clean deletes the sessions long expired and the records past their
+// retention (sessionStore.clean, recordStore.clean), best effort.
+func (s *Store) clean(ctx context.Context) {
+	s.sessions.clean(ctx)
+	s.records.clean(ctx)
 }
 
 // prepare detects the deployment, creates the index and the estimator on

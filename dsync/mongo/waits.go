@@ -13,13 +13,11 @@ import (
 )
 
 // Lock sets' wait notes (driver.WaitStore) and deadlock records
-// (driver.DeadlockStore), kept in the sessions collection beside the
-// sessions, under _ids "#" + driver.WaitID ("#w:<set>:<n>") and "#" +
-// driver.DeadlockID ("#d:<victim>:<n>"): a session's _ids are xids, which
-// never begin with "#", and no other record's begins with "#w:" or "#d:".
-// Each is inserted once and never updated. Neither has an expiresAt, so
-// the cleaning of expired sessions selects them only by their own clause
-// (oldWaits), once they are older than waitRetention.
+// (driver.DeadlockStore), kept in the records collection (records.go)
+// under _ids "#" + driver.WaitID ("#w:<set>:<n>") and "#" +
+// driver.DeadlockID ("#d:<victim>:<n>"): no other record's _id begins
+// with "#w:" or "#d:". Each is inserted once and never updated, and
+// deleted once older than waitRetention (oldWaits).
 //
 // A set's notes carry the set and the number as fields of their own:
 // LatestWait selects by the set, since the _ids of a set named "S:9" lie
@@ -117,42 +115,27 @@ func (d deadlockDoc) deadlock() driver.Deadlock {
 }
 
 // PutWait implements driver.WaitStore: one insert, and no other write.
-func (ss *sessionStore) PutWait(ctx context.Context, w driver.Wait) error {
-	return ss.insertRecord(ctx, "wait", toWaitDoc(w))
+func (rs *recordStore) PutWait(ctx context.Context, w driver.Wait) error {
+	return rs.insertRecord(ctx, "wait", toWaitDoc(w))
 }
 
 // PutDeadlock implements driver.DeadlockStore: one insert, and no other
 // write.
-func (ss *sessionStore) PutDeadlock(ctx context.Context, d driver.Deadlock) error {
-	return ss.insertRecord(ctx, "deadlock", toDeadlockDoc(d))
-}
-
-// insertRecord inserts doc once, after preparing the store.
-func (ss *sessionStore) insertRecord(ctx context.Context, op string, doc any) error {
-	if _, err := ss.prepare(ctx); err != nil {
-		return err
-	}
-	err := ss.writer.write(ctx, op, func(ctx context.Context) error {
-		_, err := ss.coll.InsertOne(ctx, doc)
-		return err
-	})
-	if mongo.IsDuplicateKeyError(err) {
-		return driver.ErrExists
-	}
-	return err
+func (rs *recordStore) PutDeadlock(ctx context.Context, d driver.Deadlock) error {
+	return rs.insertRecord(ctx, "deadlock", toDeadlockDoc(d))
 }
 
 // LatestWait implements driver.WaitStore: one find on the range of set's
 // _ids, of its set, the highest number first. It does not prepare the
 // store, as no read does.
-func (ss *sessionStore) LatestWait(ctx context.Context, set string) (driver.Wait, bool, error) {
+func (rs *recordStore) LatestWait(ctx context.Context, set string) (driver.Wait, bool, error) {
 	prefix := waitIDPrefix + set + ":"
 	filter := bson.D{
 		{Key: "_id", Value: bson.D{{Key: "$gt", Value: prefix}, {Key: "$lt", Value: waitIDPrefix + set + ";"}}},
 		{Key: "set", Value: set},
 	}
 	var d waitDoc
-	err := ss.coll.FindOne(ctx, filter, options.FindOne().SetSort(bson.D{{Key: "n", Value: -1}})).Decode(&d)
+	err := rs.coll.FindOne(ctx, filter, options.FindOne().SetSort(bson.D{{Key: "n", Value: -1}})).Decode(&d)
 	switch {
 	case errors.Is(err, mongo.ErrNoDocuments):
 		return driver.Wait{}, false, nil
@@ -164,9 +147,9 @@ func (ss *sessionStore) LatestWait(ctx context.Context, set string) (driver.Wait
 
 // ListWaits implements driver.WaitStore: one find on the range of notes'
 // _ids.
-func (ss *sessionStore) ListWaits(ctx context.Context, since time.Time) ([]driver.Wait, error) {
+func (rs *recordStore) ListWaits(ctx context.Context, since time.Time) ([]driver.Wait, error) {
 	var docs []waitDoc
-	if err := ss.findSince(ctx, waitIDPrefix, waitIDAfterAll, since, &docs); err != nil {
+	if err := rs.findSince(ctx, waitIDPrefix, waitIDAfterAll, since, &docs); err != nil {
 		return nil, err
 	}
 	out := make([]driver.Wait, len(docs))
@@ -178,9 +161,9 @@ func (ss *sessionStore) ListWaits(ctx context.Context, since time.Time) ([]drive
 
 // ListDeadlocks implements driver.DeadlockStore: one find on the range of
 // deadlock records' _ids.
-func (ss *sessionStore) ListDeadlocks(ctx context.Context, since time.Time) ([]driver.Deadlock, error) {
+func (rs *recordStore) ListDeadlocks(ctx context.Context, since time.Time) ([]driver.Deadlock, error) {
 	var docs []deadlockDoc
-	if err := ss.findSince(ctx, deadlockIDPrefix, deadlockIDAfterAll, since, &docs); err != nil {
+	if err := rs.findSince(ctx, deadlockIDPrefix, deadlockIDAfterAll, since, &docs); err != nil {
 		return nil, err
 	}
 	out := make([]driver.Deadlock, len(docs))
@@ -190,27 +173,9 @@ func (ss *sessionStore) ListDeadlocks(ctx context.Context, since time.Time) ([]d
 	return out, nil
 }
 
-// findSince decodes into docs the records of the _id range [from, to)
-// sent at or after since.
-func (ss *sessionStore) findSince(ctx context.Context, from, to string, since time.Time, docs any) error {
-	filter := append(idRange(from, to), bson.E{Key: "at", Value: bson.D{{Key: "$gte", Value: since}}})
-	cur, err := ss.coll.Find(ctx, filter)
-	if err != nil {
-		return err
-	}
-	return cur.All(ctx, docs)
-}
-
-// idRange selects the _ids that begin with prefix, whose range ends
-// before afterAll.
-func idRange(prefix, afterAll string) bson.D {
-	return bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: prefix}, {Key: "$lt", Value: afterAll}}}}
-}
-
 // oldWaits selects the notes and deadlock records sent more than
-// waitRetention before now, the earliest server time now: the cleaning of
-// long-expired sessions deletes them in its one delete, as it does old
-// stall records (oldStalls). A copy of a record inserted again since (a
+// waitRetention before now, the earliest server time now: recordStore.clean
+// deletes them with the other old records, in one delete. A copy of a record inserted again since (a
 // resend landing late) carries its old At, and goes at the next cleaning.
 func oldWaits(now time.Time) bson.D {
 	old := bson.E{Key: "at", Value: bson.D{{Key: "$lt", Value: now.Add(-waitRetention)}}}

@@ -10,8 +10,8 @@ import (
 	"github.com/go-dsync/dsync/internal/testbed/mongotest"
 )
 
-// TestWaitRecordsEndAfterTheRetention: the cleaning of long-expired
-// sessions deletes the wait notes and deadlock records sent more than
+// TestWaitRecordsEndAfterTheRetention: the cleaning of old records
+// deletes the wait notes and deadlock records sent more than
 // waitRetention ago (store time), and keeps the others, a stall record
 // and the live session beside them. A set's latest note is then its
 // latest kept.
@@ -45,7 +45,7 @@ func TestWaitRecordsEndAfterTheRetention(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st.sessions.clean(ctx)
+	st.clean(ctx)
 
 	waits, err := ws.ListWaits(ctx, time.Time{})
 	if err != nil {
