@@ -30,8 +30,8 @@ import (
 // workers start, and what the suites test is the library.
 //
 // The collections are the stores' defaults, as the workers use them:
-// the lock collection and its index, its sessions, keys and capped events
-// collections, and the members collection of elections and partitions.
+// the lock collection and its index, its sessions, keys, records and
+// capped events collections, and the members collection of elections and partitions.
 // The events collection is created the way the library creates it (capped,
 // by a waiter that follows the wake-up feed), so a second client waits for
 // a key the first holds until it exists.
@@ -43,6 +43,7 @@ func precreate(t *testing.T, db *mongo.Database) {
 		dsyncmongo.DefaultCollection,
 		dsyncmongo.DefaultCollection + "_sessions",
 		dsyncmongo.DefaultCollection + "_keys",
+		dsyncmongo.DefaultCollection + "_records",
 		leadermongo.DefaultMembersCollection,
 	}
 	for _, name := range plain {

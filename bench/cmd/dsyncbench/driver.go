@@ -328,6 +328,7 @@ func (c *conn) Drop(ctx context.Context) error {
 		c.db.Collection("locks_"+c.ns+"_sessions").Drop(ctx), // sessions
 		c.db.Collection("locks_"+c.ns+"_events").Drop(ctx),   // wake-ups
 		c.db.Collection("locks_"+c.ns+"_keys").Drop(ctx),     // the directory of keys
+		c.db.Collection("locks_"+c.ns+"_records").Drop(ctx),  // stalls, outages, waits
 		c.db.Collection("members_"+c.ns).Drop(ctx))
 }
 

@@ -197,7 +197,9 @@ func cause(e *event.CommandStartedEvent) string {
 	case name == "insert":
 		return "insert " + coll + " (" + insertKinds(e.Command) + ")"
 	case name == "find" && strings.HasSuffix(coll, "_sessions"):
-		return "find " + coll + " (sessions, records)"
+		return "find " + coll + " (sessions, revocations)"
+	case name == "find" && strings.HasSuffix(coll, "_records"):
+		return "find " + coll + " (old records)"
 	case name == "find":
 		return "find " + coll + " (a document by _id)"
 	}
