@@ -52,17 +52,26 @@ func newTestKeeper(t *testing.T, ttl time.Duration, covered ...string) (k *Keepe
 		t.Fatal(err)
 	}
 	until := time.Now().Add(time.Hour)
-	env := Env[*testHold]{
-		Open:  func(context.Context, time.Duration) (string, error) { return "s", nil },
-		Renew: func(context.Context, string, time.Duration) error { return nil },
-		CoverEnd: func(key string) time.Time {
-			for _, c := range covered {
-				if c == key {
-					return until
-				}
+	env := testEnv(&wg, errors.New("closed"))
+	env.CoverEnd = func(key string) time.Time {
+		for _, c := range covered {
+			if c == key {
+				return until
 			}
-			return time.Time{}
-		},
+		}
+		return time.Time{}
+	}
+	return New(p, env), wg.Wait
+}
+
+// testEnv is the Env of a store that always answers, where no key's
+// coverage is known; its goroutines run in wg, and closed is its Closed
+// error.
+func testEnv(wg *sync.WaitGroup, closed error) Env[*testHold] {
+	return Env[*testHold]{
+		Open:          func(context.Context, time.Duration) (string, error) { return "s", nil },
+		Renew:         func(context.Context, string, time.Duration) error { return nil },
+		CoverEnd:      func(string) time.Time { return time.Time{} },
 		Refresh:       func(context.Context, []string) ([]string, error) { return nil, nil },
 		Span:          func() time.Duration { return time.Hour },
 		ServerLatest:  time.Now,
@@ -72,10 +81,9 @@ func newTestKeeper(t *testing.T, ttl time.Duration, covered ...string) (k *Keepe
 		Outcome:       func(bool) {},
 		RenewFailed:   func([]*testHold, error, slog.Level) {},
 		RefreshFailed: func([]*testHold, error) {},
-		Errors: Errors{Lost: errors.New("lost"), Closed: errors.New("closed"), Revoked: errors.New("revoked"),
+		Errors: Errors{Lost: errors.New("lost"), Closed: closed, Revoked: errors.New("revoked"),
 			Gone: errors.New("gone"), Ended: func(error) bool { return false }},
 	}
-	return New(p, env), wg.Wait
 }
 
 // TestCapHeedsAKeyWithNoCoverage: a session holding two keys, one of

@@ -223,6 +223,13 @@ func (k *Keeper[H]) Enter(ctx context.Context) (*Session[H], error) {
 			k.mu.Unlock()
 			return nil, err
 		}
+		if k.closed {
+			// Close came while the session opened: it is nobody's, and
+			// its deadline timer would outlive the Keeper by a TTL.
+			k.retireLocked(s, k.env.Errors.Closed)
+			k.mu.Unlock()
+			return nil, k.env.Errors.Closed
+		}
 		k.sess = s
 		k.mu.Unlock()
 	}
