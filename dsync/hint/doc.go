@@ -13,7 +13,11 @@
 //
 // Each process that takes hints records in the store where it can be
 // reached (the store's driver.Roles.Peers), and reads where the others can.
-// A waiter's announcement (driver.Waiting) goes to every process recorded.
+// A waiter's announcement (driver.Waiting) goes to every process recorded,
+// and a process that this one learns of later (its hello, a hint, its
+// record) is sent at once the announcements of the last second that no
+// owner answered: the owner may start taking hints just after its waiter
+// announced.
 // The end of a claim (driver.Ended) goes to the processes that announced
 // they wait for that claim: those its end can let go, the next holder among
 // them. Of those, the ones whose last announcement told they need more ends

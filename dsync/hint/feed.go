@@ -86,9 +86,14 @@ type Feed struct {
 	// about each came from (its owner), and until when that is kept
 	// (store time): Tell.
 	owners map[claimID]waiter
-	seq    uint64
-	guard  *guard
-	origin time.Time
+	// recent: the announcements this process sent lately, for the
+	// processes it learns of next, within resendWithin (newpeer.go's
+	// constant; tests lengthen it).
+	recent       map[claimID]recentWaiting
+	resendWithin time.Duration
+	seq          uint64
+	guard        *guard
+	origin       time.Time
 	// deferred: the ends put off by endDefer (transport.go) not yet
 	// sent; stopped: the socket is closing or closed, and nothing is
 	// put off any more. deferring counts the deferred sends under way,
@@ -126,16 +131,18 @@ func New(store driver.Store, inner driver.Feed, cfg Config) (*Feed, error) {
 	}
 	f := &Feed{
 		store: store, peers: ps, inner: inner, pauser: pauser, cfg: cfg,
-		id:         fmt.Sprintf("%x", id),
-		peersByID:  make(map[string]peer),
-		ready:      make(chan struct{}),
-		interest:   make(map[string]map[string]waiter),
-		waitingFor: make(map[claimID]map[string]waiter),
-		owners:     make(map[claimID]waiter),
-		deferred:   make(map[*deferredEnd]struct{}),
-		origin:     time.Now(),
-		reachedFor: reachedFor,
-		reachCheck: reachCheck,
+		id:           fmt.Sprintf("%x", id),
+		peersByID:    make(map[string]peer),
+		ready:        make(chan struct{}),
+		interest:     make(map[string]map[string]waiter),
+		waitingFor:   make(map[claimID]map[string]waiter),
+		owners:       make(map[claimID]waiter),
+		recent:       make(map[claimID]recentWaiting),
+		deferred:     make(map[*deferredEnd]struct{}),
+		origin:       time.Now(),
+		reachedFor:   reachedFor,
+		reachCheck:   reachCheck,
+		resendWithin: resendWithin,
 	}
 	f.every.refresh, f.every.put, f.every.full = refreshEvery, putEvery, fullEvery
 	f.guard = newGuard(store.ServerTime, func() time.Duration { return time.Since(f.origin) }, f.cfg.Rate, f.cfg.Burst)
@@ -314,6 +321,7 @@ func (f *Feed) Tell(e driver.Event) bool {
 	m := msg{kind: kindNext, key: e.Key, epoch: e.Epoch, proc: e.Proc, until: e.Until}
 	now := f.store.ServerTime()
 	f.mu.Lock()
+	f.toldNeedOneLocked(claimID{e.Key, e.Epoch})
 	o, ok := f.owners[claimID{e.Key, e.Epoch}]
 	var to []dest
 	if !ok || !o.until.After(now.Earliest) {

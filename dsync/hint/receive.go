@@ -58,7 +58,10 @@ func (f *Feed) take(b []byte) {
 		return
 	}
 	f.heard()
-	addr := f.notePeer(m.from, m.addr)
+	addr, learnt := f.notePeer(m.from, m.addr)
+	if learnt {
+		f.greet([]dest{{m.from, addr}})
+	}
 	switch m.kind {
 	case kindNext:
 		if f.noteNext(m) {
@@ -86,11 +89,12 @@ func (f *Feed) take(b []byte) {
 
 // notePeer records that the process from takes hints at addr, for as
 // long as a record in the store would hold, and returns addr resolved
-// (nil if it is not an address).
-func (f *Feed) notePeer(from, addr string) *net.UDPAddr {
+// (nil if it is not an address), and whether this process just learnt of
+// it (it had no record of it in force: newpeer.go).
+func (f *Feed) notePeer(from, addr string) (_ *net.UDPAddr, learnt bool) {
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil || from == "" {
-		return nil
+		return nil, false
 	}
 	now := f.store.ServerTime()
 	f.mu.Lock()
@@ -105,8 +109,9 @@ func (f *Feed) notePeer(from, addr string) *net.UDPAddr {
 			clear(f.peersByID)
 		}
 	}
+	learnt = !f.knowsLocked(from, now.Earliest)
 	f.peersByID[from] = peer{addr: ua, expires: now.Earliest.Add(recordFor)}
-	return ua
+	return ua, learnt
 }
 
 // waiter is a process that announced it waits for a claim of a key:

@@ -116,6 +116,12 @@ func (f *Feed) refresh(ctx context.Context) error {
 		seen[p.ID] = peer{addr: ua, expires: p.ExpiresAt}
 	}
 	f.mu.Lock()
+	var learnt []dest
+	for id, p := range seen {
+		if !f.knowsLocked(id, now.Earliest) {
+			learnt = append(learnt, dest{id, p.addr})
+		}
+	}
 	// Processes heard from directly since are kept as heard.
 	for id, p := range f.peersByID {
 		if _, ok := seen[id]; !ok && p.expires.After(now.Earliest) {
@@ -124,6 +130,7 @@ func (f *Feed) refresh(ctx context.Context) error {
 	}
 	f.peersByID = seen
 	f.mu.Unlock()
+	f.greet(learnt)
 	return nil
 }
 

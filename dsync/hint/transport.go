@@ -73,6 +73,9 @@ func (f *Feed) send(e driver.Event) int {
 	if len(to)+len(later) == 0 {
 		to = f.peerDestsLocked(now.Earliest)
 	}
+	if m.kind == kindWaiting {
+		f.noteWaitingLocked(m)
+	}
 	deferred := 0
 	if len(later) > 0 && f.conn != nil && f.key != nil && !f.stopped {
 		// Counted as sent only on a socket that can send it: Publish

@@ -103,7 +103,12 @@
 // part of a cycle. A cycle needs a key held outside the order: a Set
 // grown by LockMore (it waits for keys below those it holds), a Set's
 // member locked by hand while the Set waits, or a process that locks
-// single keys in its own order while it holds others.
+// single keys in its own order while it holds others. Two waits end by
+// themselves and are part of no deadlock: for the claim of a try of step
+// 1, which may take up to the try timeout (a slow store, a claim ahead
+// not yet judged) while its Set holds members after it, and for the
+// claim of a member lost while its Set waits, which is left to run out,
+// as a lost hold is, while the Set starts again behind it (step 3).
 //
 // Liveness. If every hold outside the Sets ends, every Set gets all its
 // members: the highest-ranked wait waits for nobody who waits, so it

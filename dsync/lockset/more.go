@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/go-dsync/dsync/dsync/internal/setcore"
 )
@@ -23,8 +22,9 @@ import (
 // (ErrOtherClient). With deadlock detection on (WithDeadlockTimeout),
 // when s was the youngest Set of a deadlock, it returns a *DeadlockError
 // (errors.Is ErrDeadlock) naming the cycle, and leaves s unlocked: Lost
-// closes, Err returns that error, every member is released, and s must
-// not be unlocked again (a run-time error, as a second Unlock is).
+// closes, Err returns that error (or, as it names the first loss, that
+// of a member lost before it), every member is released, and s must not
+// be unlocked again (a run-time error, as a second Unlock is).
 //
 // It is a run-time error (a panic) if s is not locked, or if a member of
 // more is of a key s has. It must not run at the same time as another
@@ -107,11 +107,7 @@ func (s *Set) grow(h *holding, add []Member, addGiven []int, holds []setcore.Hol
 	h.mu.Lock()
 	all := append(slices.Clip(h.members), add...)
 	allHolds := append(slices.Clip(h.holds), holds...)
-	idx := make([]int, len(all))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(all[a].m.Stored(), all[b].m.Stored()) })
+	idx := takingOrder(all)
 	pos := make([]int, len(all)) // pos[i] is the new place of all[i]
 	members, sorted := make([]Member, len(all)), make([]setcore.Hold, len(all))
 	for at, i := range idx {

@@ -99,24 +99,42 @@ func New(c *dsync.Client, members []Member, opts ...Option) (*Set, error) {
 	return s, nil
 }
 
-// order returns members in the set's order (by stored key), and given:
+// order returns members in the set's order (takingOrder), and given:
 // given[i] is the place there of members[i]. It refuses two members of
 // one stored key (ErrTwice).
 func order(members []Member) (sorted []Member, given []int, err error) {
-	idx := make([]int, len(members)) // members' indexes in the set's order
+	if err := noneTwice(members); err != nil {
+		return nil, nil, err
+	}
+	sorted, given = make([]Member, len(members)), make([]int, len(members))
+	for at, i := range takingOrder(members) {
+		sorted[at], given[i] = members[i], at
+	}
+	return sorted, given, nil
+}
+
+// byStored returns the places of members sorted by their stored keys:
+// the global order (doc.go, "The order").
+func byStored(members []Member) []int {
+	idx := make([]int, len(members))
 	for i := range idx {
 		idx[i] = i
 	}
 	slices.SortStableFunc(idx, func(a, b int) int { return strings.Compare(members[a].m.Stored(), members[b].m.Stored()) })
-	sorted, given = make([]Member, len(members)), make([]int, len(members))
-	for at, i := range idx {
-		if at > 0 && members[idx[at-1]].m.Stored() == members[i].m.Stored() {
-			first := min(i, idx[at-1])
-			return nil, nil, fmt.Errorf("%w: %q (members %d and %d)", ErrTwice, members[i].m.Key(), first, max(i, idx[at-1]))
+	return idx
+}
+
+// noneTwice refuses two members of one stored key (ErrTwice), naming
+// the first two.
+func noneTwice(members []Member) error {
+	idx := byStored(members)
+	for at := 1; at < len(idx); at++ {
+		i, j := idx[at-1], idx[at]
+		if members[i].m.Stored() == members[j].m.Stored() {
+			return fmt.Errorf("%w: %q (members %d and %d)", ErrTwice, members[j].m.Key(), min(i, j), max(i, j))
 		}
-		sorted[at], given[i] = members[i], at
 	}
-	return sorted, given, nil
+	return nil
 }
 
 // check refuses members of a Client other than c, and, with deadlock

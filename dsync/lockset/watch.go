@@ -59,7 +59,7 @@ func (s *Set) watch(ctx context.Context, cancel context.CancelCauseFunc, m Membe
 		if errors.Is(err, errors.ErrUnsupported) {
 			return nil
 		}
-		if !found || c.Victim() != tr.id || ctx.Err() != nil {
+		if !found || victimOf(c) != tr.id || ctx.Err() != nil {
 			continue
 		}
 		v := &victimError{cycle: c, note: *noted}
@@ -89,7 +89,7 @@ func (s *Set) check(ctx context.Context, r reader, m Member, tr *tracker, held [
 	// The read of the waiting claim's queue serves the first pass, whose
 	// reads may be of any time before its end; the second pass reads
 	// anew (reader.first).
-	return waitgraph.Check(ctx, reader{r: r.r, first: &firstRead{key: m.m.Stored(), q: q}}, tr.id)
+	return cycleThrough(ctx, reader{r: r.r, first: &firstRead{key: m.m.Stored(), q: q}}, tr.id)
 }
 
 // note returns the set's note of its wait, holding held, putting one if

@@ -2,7 +2,6 @@ package dsyncmongo
 
 import (
 	"context"
-	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -21,19 +20,8 @@ import (
 // decoding that whole collection, do not pay for a day of records.
 func TestRecordsLiveApartFromSessions(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
-	st, err := NewStore(mongotest.NewDatabase(t), WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	now := st.ServerTime().Earliest
-	const session = "live0000000000000000"
-	if err := st.InsertSession(ctx, driver.Session{ID: session, ExpiresAt: now.Add(time.Minute)}); err != nil {
-		t.Fatal(err)
-	}
+	st, now := storeWithLiveSession(ctx, t, mongotest.NewDatabase(t))
+	const session = liveSession
 	r := st.Roles()
 	if err := r.Stalls.RecordStall(ctx, driver.Stall{Key: "k", Token: 1, Session: session, Nonce: "n", At: now}); err != nil {
 		t.Fatal(err)
@@ -64,19 +52,8 @@ func TestRecordsLiveApartFromSessions(t *testing.T) {
 // others and the live session.
 func TestCleanDeletesRecordsOfTheSessionsCollection(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
-	st, err := NewStore(mongotest.NewDatabase(t), WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	now := st.ServerTime().Earliest
-	const session = "live0000000000000000"
-	if err := st.InsertSession(ctx, driver.Session{ID: session, ExpiresAt: now.Add(time.Minute)}); err != nil {
-		t.Fatal(err)
-	}
+	st, now := storeWithLiveSession(ctx, t, mongotest.NewDatabase(t))
+	const session = liveSession
 	old, fresh := now.Add(-outageRetention-time.Minute), now
 	docs := []any{
 		outageDoc{ID: outageID(session, old), Session: session, Suspended: old, Resumed: old, At: old},

@@ -1,7 +1,6 @@
 package dsyncmongo
 
 import (
-	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -19,15 +18,7 @@ import (
 // moment ago. Before, every record stayed forever.
 func TestRevocationsEndWithTheirSessions(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
-	st, err := NewStore(mongotest.NewDatabase(t), WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	now := st.ServerTime().Earliest
+	st, now := quietStore(ctx, t, mongotest.NewDatabase(t))
 	long := now.Add(-sessionRetention - time.Minute) // past the retention
 	for _, s := range []struct {
 		id      string

@@ -19,19 +19,8 @@ import (
 // session beside them.
 func TestStallRecordsEndAfterTheRetention(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
-	st, err := NewStore(mongotest.NewDatabase(t), WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	now := st.ServerTime().Earliest
-	const session = "live0000000000000000"
-	if err := st.InsertSession(ctx, driver.Session{ID: session, ExpiresAt: now.Add(time.Minute)}); err != nil {
-		t.Fatal(err)
-	}
+	st, now := storeWithLiveSession(ctx, t, mongotest.NewDatabase(t))
+	const session = liveSession
 	if err := st.Roles().Revocations.Revoke(ctx, driver.Revocation{Session: session, By: "op", Reason: "test", At: now.Add(-2 * stallRetention)}); err != nil {
 		t.Fatal(err)
 	}
@@ -95,19 +84,8 @@ func TestCloseCleansOldRecords(t *testing.T) {
 		mu.Unlock()
 	}}
 	db := mongotest.NewDatabase(t, c.monitor())
-	st, err := NewStore(db, WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	now := st.ServerTime().Earliest
-	const session = "live0000000000000000"
-	if err := st.InsertSession(ctx, driver.Session{ID: session, ExpiresAt: now.Add(time.Minute)}); err != nil {
-		t.Fatal(err)
-	}
+	st, now := storeWithLiveSession(ctx, t, db)
+	const session = liveSession
 	for i, id := range []string{"dead0000000000000000", "dead1000000000000000"} {
 		if err := st.InsertSession(ctx, driver.Session{ID: id, Gen: i + 1, ExpiresAt: now.Add(-sessionRetention - time.Minute)}); err != nil {
 			t.Fatal(err)

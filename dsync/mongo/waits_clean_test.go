@@ -1,7 +1,6 @@
 package dsyncmongo
 
 import (
-	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -17,19 +16,8 @@ import (
 // latest kept.
 func TestWaitRecordsEndAfterTheRetention(t *testing.T) {
 	ctx := testCtx(t, time.Minute)
-	st, err := NewStore(mongotest.NewDatabase(t), WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	now := st.ServerTime().Earliest
-	const session = "live0000000000000000"
-	if err := st.InsertSession(ctx, driver.Session{ID: session, ExpiresAt: now.Add(time.Minute)}); err != nil {
-		t.Fatal(err)
-	}
+	st, now := storeWithLiveSession(ctx, t, mongotest.NewDatabase(t))
+	const session = liveSession
 	if err := st.Roles().Stalls.RecordStall(ctx, driver.Stall{Key: "k", Token: 1, Session: session, Nonce: "n", At: now.Add(-2 * waitRetention)}); err != nil {
 		t.Fatal(err)
 	}

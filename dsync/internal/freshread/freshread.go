@@ -35,11 +35,16 @@ type Group[K comparable, A, V any] struct {
 	slots map[K]*slot[A, V]
 }
 
-// slot is the state of one key: the read in flight, and the merged
-// argument of the callers waiting for the next one.
+// slot is the state of one key: the read in flight, the last read that
+// ended, and the merged argument of the callers waiting for the next one.
 type slot[A, V any] struct {
-	refs       int // calls of Do on the key, not yet returned
-	flight     *flight[A, V]
+	refs   int // calls of Do on the key, not yet returned
+	flight *flight[A, V]
+	// last is the read that ended last, kept while calls of the key are
+	// in: a caller that waited for a read it could not join may wake only
+	// after the next read, sent for it, has ended too; that one still
+	// answers it, rather than a read of its own.
+	last       *flight[A, V]
 	waiting    A
 	hasWaiting bool
 }
@@ -73,11 +78,15 @@ func (g *Group[K, A, V]) Do(ctx context.Context, key K, arg A, read func(context
 		g.mu.Unlock()
 	}()
 	for {
+		if l := s.last; l != nil && g.answers(l, asked, arg) && !l.abandoned {
+			g.mu.Unlock()
+			return l.v, l.err
+		}
 		f := s.flight
 		if f == nil {
 			return g.send(ctx, s, arg, read)
 		}
-		joins := f.seq > asked && (g.Covers == nil || g.Covers(f.arg, arg))
+		joins := g.answers(f, asked, arg)
 		if !joins {
 			// Wait for it to end, and have the next read cover arg.
 			if s.hasWaiting {
@@ -96,8 +105,21 @@ func (g *Group[K, A, V]) Do(ctx context.Context, key K, arg A, read func(context
 		if joins && !f.abandoned {
 			return f.v, f.err
 		}
+		if testHookWoke != nil {
+			testHookWoke(ctx)
+		}
 		g.mu.Lock()
 	}
+}
+
+// testHookWoke, when set by a test, is called by a caller woken by the end
+// of a read that did not answer it, before it looks again.
+var testHookWoke func(ctx context.Context)
+
+// answers reports whether read f answers a caller that asked with arg
+// when asked reads had been sent: f was sent after it, and covers arg.
+func (g *Group[K, A, V]) answers(f *flight[A, V], asked uint64, arg A) bool {
+	return f.seq > asked && (g.Covers == nil || g.Covers(f.arg, arg))
 }
 
 // merge is Merge, or a without one.
@@ -138,7 +160,7 @@ func (g *Group[K, A, V]) send(ctx context.Context, s *slot[A, V], arg A, read fu
 	// again (abandoned), and one of them sends.
 	defer func() {
 		g.mu.Lock()
-		s.flight = nil
+		s.flight, s.last = nil, f
 		g.mu.Unlock()
 		close(f.done)
 	}()

@@ -268,3 +268,42 @@ func TestWaitsOutAReadThatDoesNotCover(t *testing.T) {
 		}
 	})
 }
+
+// TestAWaiterWokenLateTakesTheReadSentForIt: b and c ask while a's read
+// is in flight; once it ends, c sends the next read, for both, and it ends
+// before b has looked again (a busy machine schedules b late). That read
+// answers b too, rather than b sending a third.
+func TestAWaiterWokenLateTakesTheReadSentForIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, r := since(), &reads{}
+		bLooks := make(chan struct{})
+		testHookWoke = func(ctx context.Context) {
+			if ctx.Value(nameKey{}) == "b" {
+				<-bLooks
+			}
+		}
+		defer func() { testHookWoke = nil }()
+		first := ask(g, named("a"), "k", 10, r)
+		synctest.Wait()
+		b := ask(g, named("b"), "k", 5, r)
+		c := ask(g, named("c"), "k", 7, r)
+		synctest.Wait()
+		close(r.nth(t, 0).release)
+		<-first
+		synctest.Wait() // c sent read 2; b has not looked again
+		if n, sender := r.count(), r.nth(t, r.count()-1).sender; n != 2 || sender != "c" {
+			t.Fatalf("%d reads sent, the last by %s; want read 2, by c", n, sender)
+		}
+		close(r.nth(t, 1).release)
+		if a := <-c; a.v != 200 {
+			t.Fatalf("c got %+v; want read 2's answer", a)
+		}
+		close(bLooks)
+		if a := <-b; a.v != 200 || a.err != nil {
+			t.Errorf("b got %+v; want read 2's answer, sent after b asked", a)
+		}
+		if n := r.count(); n != 2 {
+			t.Errorf("%d reads sent; want 2: read 2 answers b too", n)
+		}
+	})
+}

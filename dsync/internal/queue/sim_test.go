@@ -693,6 +693,7 @@ var caughtLast = map[string]int64{
 	"a server-time estimate without its error bounds":                 127,
 	"a claim whose end marker a recheck did not find taken for ended": 637,
 	"a read forgetting the sessions it found expired":                 536,
+	"a claim passing claims of another history of the store":          1355,
 }
 
 // TestSimulationCatchesPlantedBugs is the negative control: each planted

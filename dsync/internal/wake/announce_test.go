@@ -36,6 +36,43 @@ func TestAnnouncementAfterTheEndIsAnswered(t *testing.T) {
 	})
 }
 
+// TestAnEarlierEndOfTheEpochDoesNotAnswerTheClaim: a claim withdrawn
+// (an insert whose outcome was unknown) and made again at the same epoch
+// by the same process is a claim that has not ended: an announcement for
+// it is kept until its real end, which wakes the waiter, and is not
+// answered at once by the end remembered from the withdrawal (the waiter
+// would then learn of the real end only at its later looks).
+func TestAnEarlierEndOfTheEpochDoesNotAnswerTheClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		owner := following(t, store, testEnv(store, defaultPoll, time.Hour), "owner")
+		waiter := following(t, store, testEnv(store, defaultPoll, time.Hour), "waiter")
+		ctx, k := context.Background(), ClaimID{"k", 1}
+		owner.Claimed(k.Key, k.Epoch, "s")
+		owner.Ended(ctx, k.Key, k.Epoch) // withdrawn
+		owner.Claimed(k.Key, k.Epoch, "s")
+		synctest.Wait()
+		woken, leave := waiter.waiters.enter(k, waiter.Mark())
+		defer leave()
+		if _, err := waiter.ours.announce(ctx, k, 0, 1); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		select {
+		case <-woken:
+			t.Fatal("the waiter was woken while the claim it waits for is held")
+		default:
+		}
+		owner.Ended(ctx, k.Key, k.Epoch)
+		synctest.Wait()
+		select {
+		case <-woken:
+		default:
+			t.Fatal("the claim's end woke nobody: its announcement was dropped")
+		}
+	})
+}
+
 // TestAnnouncingAgainKeepsTheAge: an announcement made again while the
 // last one holds keeps the age of the first, so the looks at doubling
 // intervals that follow a first announcement (against an end that comes
@@ -109,6 +146,39 @@ func TestDirectWaitersAnnounceWhileTheStreamIsDown(t *testing.T) {
 			if n := feed.count(); n != want+1 {
 				t.Errorf("direct %v: %d announcements once the stream is live, want %d", direct, n, want+1)
 			}
+		}
+	})
+}
+
+// TestUnansweredAnnouncementIsMadeAgain: with direct hints, an
+// announcement that no Held hint answered is made again at the waiter's
+// first look LostWindow or more after it was sent, and not before (a
+// process learnt of since then hears of the waiter: dsync/hint's
+// newpeer.go leaves announcements older than that to this).
+func TestUnansweredAnnouncementIsMadeAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		env := testEnv(memory.New(), defaultPoll, defaultSafetyPoll)
+		env.Direct = true
+		feed := &publishes{}
+		h := New(env, feed, "me")
+		h.Live(1)
+		ctx, k := context.Background(), ClaimID{"k", 1}
+		if _, err := h.ours.announce(ctx, k, 0, 1); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(LostWindow - time.Millisecond)
+		if _, err := h.ours.announce(ctx, k, 0, 1); err != nil {
+			t.Fatal(err)
+		}
+		if n := feed.count(); n != 1 {
+			t.Fatalf("%d announcements within LostWindow, want 1", n)
+		}
+		time.Sleep(time.Millisecond)
+		if _, err := h.ours.announce(ctx, k, 0, 1); err != nil {
+			t.Fatal(err)
+		}
+		if n := feed.count(); n != 2 {
+			t.Errorf("%d announcements once LostWindow passed unanswered, want 2", n)
 		}
 	})
 }

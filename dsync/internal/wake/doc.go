@@ -73,7 +73,12 @@
 // ends it made lately: an announcement either comes before the end,
 // which then finds it and publishes the end, or after, and finds the end
 // remembered and is answered at once (owner.waiting and owner.ended, each
-// one critical section). TestAnnouncementAfterTheEndIsAnswered.
+// one critical section). TestAnnouncementAfterTheEndIsAnswered. An end
+// remembered is of one attempt at a claim: a claim withdrawn (its insert's
+// outcome unknown) and made again at the same epoch has not ended, so
+// owner.claimed forgets the earlier end, and an announcement for the claim
+// waits for its real end instead of being answered by the withdrawal's.
+// TestAnEarlierEndOfTheEpochDoesNotAnswerTheClaim.
 //
 // Whether the stream showed every announcement for a claim of ours
 // (owner.seenAllLocked) compares the stream's generation as the claim was

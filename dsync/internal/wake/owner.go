@@ -75,7 +75,8 @@ func newOwner(s *shared) *owner {
 }
 
 // claimed records k, a claim of ours made in session, and what the stream
-// is as it is made. It reports whether another process announced it waits
+// is as it is made, and forgets an end of k remembered from an earlier
+// attempt. It reports whether another process announced it waits
 // for k already (before we learnt that k is ours): its Held hints are due.
 func (o *owner) claimed(k ClaimID, session string) (waited bool) {
 	now := o.env.Now().Earliest
@@ -89,6 +90,10 @@ func (o *owner) claimed(k ClaimID, session string) (waited bool) {
 		m.gen = o.gen
 	}
 	o.mine[k] = m
+	// An end of k remembered from before is of an earlier attempt at the
+	// same claim (an insert whose outcome was unknown, withdrawn): this
+	// claim has not ended, and an announcement for it waits for its end.
+	delete(o.ends, k)
 	if until, ok := o.remote[k]; ok && until.After(now) {
 		// Announced before we learnt that the claim is ours, and kept as
 		// another's: keep it as long as the waiter's own announcements
