@@ -116,16 +116,23 @@ func checkTakeover(t *testing.T, p *proc, ev, nx history.Event, dl int64) {
 }
 
 // Without faults, the workers hand the lock over many times and the
-// history is clean: the baseline every fault test departs from.
+// history is clean: the baseline every fault test departs from. It
+// watches its rounds' holds, and more until one worker's hold follows
+// another's (up to maxSolo more): on a busy machine the workers start
+// seconds apart, and the first may hold alone for the rounds of the
+// short form.
 func TestNoFaults(t *testing.T) {
 	t.Parallel()
 	c := sharedCluster(t, baseConfig())
 	c.startN(3, nil)
 	var tok uint64
-	from := 0
-	for range rounds(10, 200) {
+	from, prev, handedOver := 0, "", false
+	const maxSolo = 100
+	for i := 0; i < rounds(10, 200) || !handedOver && i < rounds(10, 200)+maxSolo; i++ {
 		ev, next := c.await(from, 30*time.Second, "hold", isAcquire(tok, 0))
 		from, tok = next, ev.Token
+		handedOver = handedOver || prev != "" && ev.Worker != prev
+		prev = ev.Worker
 	}
 	r := c.check()
 	if r.Handoffs == 0 {

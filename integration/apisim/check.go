@@ -40,6 +40,8 @@ func Check(h *History) []Violation {
 	vs = append(vs, CheckWatch(h)...)
 	vs = append(vs, CheckProgress(h)...)
 	vs = append(vs, CheckUpgrade(h)...)
+	vs = append(vs, CheckSets(h)...)
+	vs = append(vs, CheckSetCycles(h)...)
 	return vs
 }
 

@@ -32,7 +32,9 @@ func handoff(ttl time.Duration) time.Duration { return ttl + 2*pollInterval }
 //     the key began in between, broke it. Not judged: a stall near
 //     an emptying or a fault, or while stalled gates may keep the key
 //     waiting (up to three bucket spans after they were sent: a start
-//     meets them until then).
+//     meets them until then), or while a lock set had a claim of the key
+//     (a Set's member holds from its grant, but its Hold begins only
+//     when the Set's Lock returns with every member).
 //
 // A pause freezes a process's timers, not its goroutines (the actor
 // reports only while the process runs): a hold whose process was paused
@@ -131,6 +133,9 @@ func checkProgressHandoff(h *History, x *Hold) (Violation, bool) {
 		if y != x && y.Key == x.Key && y.Start.After(s) && !y.Start.After(bound) {
 			return Violation{}, true // the key was handed on
 		}
+	}
+	if h.setClaimedWithin(x.Key, s, bound) {
+		return Violation{}, true // the key may have been handed to a lock set
 	}
 	for _, wt := range h.Waits {
 		if wt.Key == x.Key && wt.Call.Before(x.Start) && wt.Return.After(bound) {

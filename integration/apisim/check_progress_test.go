@@ -45,6 +45,12 @@ func TestCheckProgress(t *testing.T) {
 			Waits: []*Wait{wait(50, 3000)}}, 1},
 		{"not calm: not judged", History{Holds: []*Hold{progressHold(1, 100, 500, []int{200}, 0, 700, true)},
 			Waits: []*Wait{wait(50, 3000)}}, 0},
+		// A lock set's member may hold the key from 700 on, its Hold
+		// only beginning when its Set's Lock returns.
+		{"calm: a lock set claimed the key", History{Calm: true, Holds: []*Hold{progressHold(1, 100, 500, []int{200}, 0, 700, true)},
+			Waits: []*Wait{wait(50, 3000)}, Lives: []*ClaimLife{life("S", "k", 3, 80, 2500)}}, 0},
+		{"calm: a lock set's claim ended before", History{Calm: true, Holds: []*Hold{progressHold(1, 100, 500, []int{200}, 0, 700, true)},
+			Waits: []*Wait{wait(50, 3000)}, Lives: []*ClaimLife{life("S", "k", 3, 80, 600)}}, 1},
 		// Gates that landed long before the stall still own their
 		// buckets: the key may wait for them until KeyWaits.
 		{"calm: the key waits for stalled gates", History{Calm: true, Holds: []*Hold{progressHold(1, 100, 500, []int{200}, 0, 700, true)},

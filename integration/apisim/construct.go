@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-dsync/dsync/dsync"
+	"github.com/go-dsync/dsync/dsync/event"
+	"github.com/go-dsync/dsync/dsync/lockset"
 	"github.com/go-dsync/dsync/leader"
 	"github.com/go-dsync/dsync/leader/leadertest"
 	"github.com/go-dsync/dsync/statuspage"
@@ -46,6 +48,12 @@ func build(p *proc) (*parts, error) {
 	}
 	if p.cfg.Idle > 0 {
 		copts = append(copts, dsync.ClientWithIdleAge(p.cfg.Idle))
+	}
+	if p.w.sets {
+		// A lock set's member lost while the set waits is left to run
+		// out, and the set starts again: the oracle must know that
+		// claim is no longer the set's (set_claims.go).
+		copts = append(copts, dsync.ClientWithObserver(event.Observer{Lost: func(h event.Held, _ error) { p.w.memberLost(p, h) }}))
 	}
 	c, err := dsync.NewClient(clocked(&procStore{Store: p.w.mem, p: p}, p), copts...)
 	if err != nil {
@@ -94,6 +102,31 @@ func (ps *parts) progressRWMutex(key string, d time.Duration) (*dsync.RWMutex, e
 
 func (ps *parts) progressSemaphore(key string, d time.Duration) (*dsync.Semaphore, error) {
 	return dsync.NewSemaphore(ps.client, key, ps.cfg.Limit, dsync.WithProgressDeadline(d))
+}
+
+// lockSet makes a lock set of Mutexes of keys, given in that order,
+// detecting deadlocks after d (0: off), and returns its members.
+func (ps *parts) lockSet(keys []string, d time.Duration) (*lockset.Set, []*dsync.Mutex, error) {
+	ms, members, err := ps.setMembers(keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := lockset.New(ps.client, members, lockset.WithDeadlockTimeout(d))
+	return s, ms, err
+}
+
+// setMembers makes Mutexes of keys and their members of a lock set.
+func (ps *parts) setMembers(keys []string) ([]*dsync.Mutex, []lockset.Member, error) {
+	var ms []*dsync.Mutex
+	var members []lockset.Member
+	for _, k := range keys {
+		m, err := dsync.NewMutex(ps.client, k)
+		if err != nil {
+			return nil, nil, err
+		}
+		ms, members = append(ms, m), append(members, lockset.Mutex(m))
+	}
+	return ms, members, nil
 }
 
 func (ps *parts) once(key string) (*dsync.Once, error) {

@@ -49,6 +49,12 @@ type Figures struct {
 	// Campaigns called again after a hold or term was lost in one, by
 	// outcome (same token, ended).
 	Outages, Relocks, Resumed int
+	// Lock sets (Options.Sets): Locks and TryLocks that held, LockMores
+	// that held, LockMores given up as the youngest of a deadlock,
+	// records of deadlocks broken that landed (a Lock's too), cycles of
+	// waits the claims showed (check_set_cycles.go), and those judged
+	// against a bound (in calm runs, free of faults).
+	SetsGranted, SetsGrown, SetDeadlocks, SetBreaks, SetCycles, SetCyclesJudged int
 }
 
 // Add adds o's figures to f's.
@@ -89,6 +95,12 @@ func (f *Figures) Add(o Figures) {
 	f.Outages += o.Outages
 	f.Relocks += o.Relocks
 	f.Resumed += o.Resumed
+	f.SetsGranted += o.SetsGranted
+	f.SetsGrown += o.SetsGrown
+	f.SetDeadlocks += o.SetDeadlocks
+	f.SetBreaks += o.SetBreaks
+	f.SetCycles += o.SetCycles
+	f.SetCyclesJudged += o.SetCyclesJudged
 }
 
 // String is the summary line.
@@ -104,6 +116,10 @@ func (f Figures) String() string {
 		f.Seeds, f.Holds, f.Losses, f.Requests, kv(f.Ops), kv(f.Faults), f.Emptyings, f.EmptyingWaits, f.EmptyingWaitsStopped, f.EmptyingWaitsPastLinger, f.EmptyingWaitMax, f.EmptyingsGivenUp, f.SessionEmptyings, f.Revokes, f.RevokedLosses, f.RevokedLostAfter, f.Restarts, f.Pauses, f.ClockSteps, f.Disagreements, f.Compacted, f.FIFOPairs, f.FIFOExempt, f.OnceWinners, f.Observations, f.Violations)
 	if f.Outages > 0 {
 		line += fmt.Sprintf("; %d store outages, %d holds and terms taken back after one (%d held again)", f.Outages, f.Relocks, f.Resumed)
+	}
+	if f.SetsGranted > 0 {
+		line += fmt.Sprintf("; lock sets: %d granted, %d grown by LockMore, %d LockMores given up as the youngest of a deadlock, %d deadlocks broken recorded, %d cycles of waits seen (%d judged against a bound)",
+			f.SetsGranted, f.SetsGrown, f.SetDeadlocks, f.SetBreaks, f.SetCycles, f.SetCyclesJudged)
 	}
 	return line
 }

@@ -86,6 +86,9 @@ type Hold struct {
 	// store (relock.go): the same claim, so the same token; nil
 	// otherwise.
 	Resumes *Hold
+	// Set is the lock set whose member the hold is (sets.go); nil
+	// otherwise.
+	Set *SetRun
 }
 
 // End is when the hold stopped being valid: the earliest of its end by
@@ -191,6 +194,14 @@ type History struct {
 	// Upgrade is what the rolling-upgrade actor did (upgrade.go); nil:
 	// the run had none.
 	Upgrade *UpgradeRun
+	// SetRuns are the lock sets' lives (sets.go); Lives the lives of
+	// their claims in the store, Notes the notes of their waits and
+	// Breaks the records of deadlocks broken that landed
+	// (set_claims.go).
+	SetRuns []*SetRun
+	Lives   []*ClaimLife
+	Notes   []NoteRec
+	Breaks  []BreakRec
 }
 
 // ProcFault is one fault of a process, from From to To: "pause",

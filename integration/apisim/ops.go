@@ -28,6 +28,11 @@ func (inc *incarnation) work(who string) {
 			done()
 			continue
 		}
+		if w.sets && w.chance(setShare) {
+			inc.lockSet(ctx, who)
+			done()
+			continue
+		}
 		if w.chance(progressShare) {
 			inc.progress(ctx, who)
 			done()

@@ -30,38 +30,7 @@ func simulateOutages(t *testing.T, seed int64) Report {
 // outage took (relock.go); it checks every promise, CheckOutage's too,
 // and prints one summary line.
 func TestOutageSimulation(t *testing.T) {
-	n := *outageSeeds
-	if n == 0 {
-		n = 4
-		if longtest.Enabled() {
-			n = 200
-		}
-	}
-	tracing = *simTrace != ""
-	defer func() { tracing = false }()
-	var total Figures
-	start := time.Now()
-	for seed := int64(1); seed <= int64(n); seed++ {
-		if *simSeed >= 0 && seed != *simSeed {
-			continue
-		}
-		r := simulateOutages(t, seed)
-		if r.Trace != nil && len(r.Violations) > 0 {
-			if err := os.WriteFile(fmt.Sprintf("%s.%d", *simTrace, seed), []byte(strings.Join(r.Trace, "\n")+"\n"), 0o644); err != nil {
-				t.Error(err)
-			}
-		}
-		r.Trace = nil
-		total.Add(r.Figures)
-		for i, v := range r.Violations {
-			if i == 5 && *simSeed < 0 {
-				t.Errorf("seed %d: ... %d more", seed, len(r.Violations)-i)
-				break
-			}
-			t.Errorf("seed %d: %v", seed, v)
-		}
-	}
-	t.Logf("%v (%v)", total, time.Since(start).Round(time.Second))
+	runSeeds(t, *outageSeeds, simulateOutages)
 }
 
 // TestPartitionOutageSimulation runs the partition simulation

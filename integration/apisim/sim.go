@@ -73,6 +73,16 @@
 // deadline after its last report, never before, and, in calm runs, that
 // the next waiter then holds soon; a stalled hold is valid until its
 // stall for every other checker.
+//
+// Lock sets (sets.go, Options.Sets): workers lock lockset.Sets of
+// Mutexes over a few keys, in any order, and grow them with LockMore,
+// most of them detecting deadlocks; each member's hold is a Hold for
+// every checker. The oracle keeps each Set claim's life in the store
+// (set_claims.go); CheckSets (check_sets.go) judges all or nothing and
+// that each deadlock broken was a cycle of waits at one instant, broken
+// by its youngest Set, and CheckSetCycles (check_set_cycles.go) the
+// cycles of waits the claims show: none among Locks, and, in calm runs,
+// each broken within lockset's bound.
 package apisim
 
 import (
@@ -109,6 +119,9 @@ type Options struct {
 	// cuts, clock steps), so that outages of the whole store come in
 	// spells free of other changes (TestPartitionOutageSimulation).
 	Steady bool
+	// Sets has the workers lock lock sets too, half their operations
+	// (sets.go), and CheckSets and CheckSetCycles judge them.
+	Sets bool
 }
 
 // Report is one seed's run.
@@ -127,6 +140,7 @@ func Simulate(seed int64, o Options) Report {
 	w := debugWorld(seed, o)
 	vs := append(Check(&w.hist), checkActors(w)...)
 	vs = append(vs, CheckOutage(&w.hist)...)
+	_, w.fig.SetCycles, w.fig.SetCyclesJudged = judgeSetCycles(&w.hist)
 	w.fig.Seeds, w.fig.Violations = 1, len(vs)
 	w.fig.FIFOPairs, w.fig.FIFOExempt = fifoPairs(&w.hist)
 	w.fig.Observations = len(w.hist.Observations)
@@ -167,6 +181,7 @@ func debugWorld(seed int64, o Options) *world {
 		w.revokeRng = nil
 	}
 	w.actors = o.Actors
+	w.sets = o.Sets
 	w.hist.Calm = o.Calm
 	members, closeMembers := newMembers()
 	w.members = members
@@ -374,6 +389,7 @@ func (w *world) finish() {
 		}
 	}
 	w.countRevokedLosses()
+	w.finishSets()
 	for _, d := range w.hist.Dos {
 		if d.Run == nil {
 			continue

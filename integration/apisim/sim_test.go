@@ -115,6 +115,7 @@ func TestDebugSeed(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	logSetRuns(t, &w.hist, Check(&w.hist))
 	for _, h := range w.hist.Holds {
 		for _, v := range Check(&w.hist) {
 			if strings.Contains(v.What, " "+h.Key+"#") {

@@ -55,6 +55,7 @@ func (s *procStore) Roles() driver.Roles {
 	r := s.mem()
 	r.Runs, r.Maintenance, r.Directory = s, s, s
 	r.Revocations = revocations{r.Revocations, s}
+	r.Waits, r.Deadlocks = waitsVia{s}, deadlocksVia{s}
 	// The record of up-time is kept with the world's sessions; only an
 	// outage run's Clients, which have a grace, use it.
 	r.Uptime = nil
@@ -273,6 +274,7 @@ func (s *procStore) GetRun(ctx context.Context, key string, from, to uint64) ([]
 func (s *procStore) Delete(ctx context.Context, ids []string) error {
 	return s.request(ctx, "delete", func(pl plan) {
 		s.p.w.tracef("%s delete %v torn %v", s.name(), ids, pl.torn)
+		defer s.p.w.deletedDocs(ids)
 		if !pl.torn {
 			_ = s.Store.Delete(context.Background(), ids)
 			return

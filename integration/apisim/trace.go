@@ -43,6 +43,9 @@ func traceDoc(d driver.Doc) string {
 	if d.Kind == driver.KindClaim {
 		s += fmt.Sprintf(" seg %d mode %v w %d/%d exp %s sent %s", d.Seg, d.Mode, d.Weight, d.Limit, d.Exp.Format(tf), d.Sent.Format(tf))
 	}
+	if d.Waiter != "" {
+		s += " set " + d.Waiter
+	}
 	if d.Kind == driver.KindRelease && d.Clear {
 		s += " clear"
 	}

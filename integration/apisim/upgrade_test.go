@@ -15,6 +15,9 @@ var simUpgrade = flag.Bool("apisim.upgrade", false, "public-API simulation: ever
 // one of those calm, so that what the upgrade promises in calm runs is
 // judged.
 func simOptions(seed int64) Options {
+	if *simSets {
+		return setOptions(seed)
+	}
 	if *simUpgrade {
 		return Options{Duration: *simDur, Upgrade: true, Calm: seed%2 == 1}
 	}

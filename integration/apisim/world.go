@@ -53,6 +53,11 @@ type world struct {
 	// the store-wide outage under way.
 	grace  time.Duration
 	outage storeOutage
+
+	// sets: the workers lock lock sets too (Options.Sets, sets.go), and
+	// lives keeps their claims' lives (set_claims.go).
+	sets  bool
+	lives claimLives
 }
 
 // rates is a seed's mix of faults: each kind's chance per request, or
@@ -65,7 +70,7 @@ type rates struct {
 }
 
 func newWorld(seed int64) *world {
-	w := &world{seed: seed, rng: rand.New(rand.NewPCG(uint64(seed), 0x61706973696d)), mem: memory.New(), sess: newSessions()}
+	w := &world{seed: seed, rng: rand.New(rand.NewPCG(uint64(seed), 0x61706973696d)), mem: memory.New(), sess: newSessions(), lives: newClaimLives()}
 	w.fig.Ops = make(map[string]int)
 	w.fig.Faults = make(map[string]int)
 	w.opCtx, w.opCancel = context.WithCancel(context.Background())
@@ -154,11 +159,12 @@ func (w *world) perm(n int, shuffle bool) []int {
 
 // landed tells the oracle that a document of p landed.
 func (w *world) landed(p *proc, d driver.Doc) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.liveDoc(p, d)
 	if d.Kind != driver.KindClaim {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	k := claimKey{d.Key, d.Epoch}
 	p.claims[k] = append(p.claims[k], claimRec{session: d.Session, owner: d.Owner, at: time.Now()})
 	if _, ok := p.known[d.Key]; !ok {
@@ -302,6 +308,7 @@ func (w *world) empty(maxTTL time.Duration) {
 	w.tracef("EMPTY all")
 	w.mu.Lock()
 	w.hist.Emptyings = append(w.hist.Emptyings, time.Now())
+	w.emptiedLives()
 	w.fig.Emptyings++
 	w.lastSes = time.Now()
 	w.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"flag"
 	"testing"
 
 	"github.com/go-dsync/dsync/fence/fencesql"
@@ -11,20 +12,29 @@ import (
 	"github.com/go-dsync/dsync/internal/testbed/longtest"
 )
 
-// trials is the count of each conformance run: in the long run
-// (DSYNC_LONG=1, as CI sets) the acceptance run's 10,000, or 1,000 under
-// the race detector, which CI runs beside every other package's tests
-// (the 10,000 then took it past its 40 minutes); else 0, which leaves it
-// to fencetest's -fencetest.trials flag (100 without it). CI runs the
-// 10,000 without the race detector on a line of their own.
+// trials is the count of each conformance run: 0 when the
+// -fencetest.trials flag is given, which then decides (the acceptance
+// run of 10,000 is `go test -run '^TestConformance(HTTP|Pgx)?$'
+// ./integration/fencedb -fencetest.trials=10000`, docs/contributing.md);
+// else 1,000 in the long run (DSYNC_LONG=1, as CI's race run sets: the
+// 10,000 took CI past its time); else 0, which leaves it to fencetest's
+// default of 100.
 func trials() int {
-	switch {
-	case !longtest.Enabled():
+	if flagGiven("fencetest.trials") || !longtest.Enabled() {
 		return 0
-	case raceEnabled:
-		return 1000
 	}
-	return 10000
+	return 1000
+}
+
+// flagGiven reports whether the named flag was set on the command line.
+func flagGiven(name string) bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			given = true
+		}
+	})
+	return given
 }
 
 // sqlResource is a fenced register per key in a table reg(k, v), written

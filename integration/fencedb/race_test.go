@@ -1,6 +1,0 @@
-//go:build race
-
-package fencedb
-
-// raceEnabled: this test binary was built with the race detector.
-const raceEnabled = true
