@@ -41,6 +41,12 @@
 #                                              issue 45's partitioned election:
 #                                              16 shards over 1, 2, 4 and 8
 #                                              processes (about 10 minutes)
+#   bash bench/run.sh --only dsync --scenarios lockset
+#                                              issue 77's lock sets: random sets
+#                                              of 2–4 of 12 keys taken by 8
+#                                              processes, as lock sets and by
+#                                              Mutexes one by one (the peers
+#                                              have none)
 #   bash bench/run.sh --uri "$URI" --name atlas-m10 [--server "Atlas M10, MongoDB 7.0"]
 #                                              dsync against any deployment: its
 #                                              figures, in a column of their own
@@ -76,7 +82,9 @@
 # (4 processes racing Do on a fresh key; Do on a done key), partition
 # (leader.Partition: joins, leaves and kills timed to balance; the peers
 # have none and show "—"), transfer (Election.Transfer to the candidate
-# queued last, beside graceful; the peers have none and show "—").
+# queued last, beside graceful; the peers have none and show "—"), lockset
+# (8 processes take random sets of 2–4 of 12 keys, as lock sets and as
+# Mutexes locked one by one in the keys' order; the peers have none).
 #
 # Servers, all on loopback, all stopped on exit:
 #   - dsync and mongo-lock: MONGODB_URI if set, else an embedded FerretDB

@@ -118,6 +118,11 @@ func childLock(conn Conn, spec childSpec) (Locker, error) {
 			return nil, errors.New("no partitioned election in this library")
 		}
 		return nil, nil
+	case spec.Kind == kindLockSet:
+		if _, ok := conn.(LockSets); !ok {
+			return nil, errors.New("no lock sets in this library")
+		}
+		return nil, nil
 	}
 	return conn.NewMutex(spec.Key, spec.TTL)
 }
@@ -130,6 +135,9 @@ const (
 	// "join" makes a member of the partition Key and runs it, "leave"
 	// closes it (partition_child.go).
 	kindPartition = "partition"
+	// "sets" takes sets of keys, as lock sets or by Mutexes one by one
+	// (lockset_child.go).
+	kindLockSet = "lockset"
 )
 
 // readSide is an RWLocker's read side as a Locker.
@@ -153,6 +161,9 @@ type childClient struct {
 	held sync.WaitGroup // a Lock in flight
 	spec childSpec
 	part partMember // kindPartition: the member between join and leave
+	// kindLockSet: the Mutex of each key that "sets" took by Mutexes,
+	// used by one "sets" at a time.
+	mutexes map[string]Locker
 }
 
 // obey carries out one command line f (without the Client's index).
@@ -179,6 +190,8 @@ func (c *childClient) obey(ctx context.Context, f []string) {
 		out.say("released", Mono())
 	case "id", "transfer":
 		c.transferCmd(ctx, f)
+	case "sets":
+		c.setsCmd(ctx, f)
 	case "join":
 		c.join(ctx, c.spec)
 	case "leave":

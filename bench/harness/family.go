@@ -72,6 +72,7 @@ func (rn *runner) lacking(ctx context.Context, scenario string, has func(Conn) b
 		SemaphoreScenario: "no semaphore in this library",
 		OnceScenario:      "no Once in this library",
 		PartitionScenario: "no partitioned election (sharded singleton) in this library",
+		LockSetScenario:   "no lock sets (several keys held all or nothing) in this library",
 	}[scenario]
 	if l, ok := rn.d.(Lacker); ok {
 		if s := l.Lacks(scenario); s != "" {

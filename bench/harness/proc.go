@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -193,13 +194,28 @@ func (g *group) send(i int, words ...any) {
 // child). An "error" message, an "exited" one (unless asked for), or the
 // timeout is an error; other messages are kept for later waits.
 func (g *group) wait(ctx context.Context, kind string, proc int, timeout time.Duration) (msg, error) {
+	wanted := func(m msg) bool { return m.kind == kind && (proc < 0 || m.proc == proc) }
+	return g.waitFor(ctx, wanted, kind == "exited", fmt.Sprintf("%q from process %d", kind, proc), timeout)
+}
+
+// waitAny returns the earliest message, from any child, of one of kinds,
+// as wait does.
+func (g *group) waitAny(ctx context.Context, kinds []string, timeout time.Duration) (msg, error) {
+	wanted := func(m msg) bool { return slices.Contains(kinds, m.kind) }
+	return g.waitFor(ctx, wanted, false, fmt.Sprintf("%q from any process", kinds), timeout)
+}
+
+// waitFor returns the earliest message wanted, as wait describes; what
+// names it in the timeout's error; exits, if set, makes an "exited"
+// message no error.
+func (g *group) waitFor(ctx context.Context, wanted func(msg) bool, exits bool, what string, timeout time.Duration) (msg, error) {
 	match := func(m msg) (bool, error) {
 		switch {
 		case m.kind == "error":
 			return true, fmt.Errorf("process %d: %s", m.proc, m.text)
-		case m.kind == "exited" && kind != "exited" && !g.killed[m.proc]:
+		case m.kind == "exited" && !exits && !g.killed[m.proc]:
 			return true, fmt.Errorf("process %d exited unexpectedly", m.proc)
-		case m.kind == kind && (proc < 0 || m.proc == proc):
+		case wanted(m):
 			return true, nil
 		}
 		return false, nil
@@ -220,7 +236,7 @@ func (g *group) wait(ctx context.Context, kind string, proc int, timeout time.Du
 			}
 			g.pending = append(g.pending, m)
 		case <-t.C:
-			return msg{}, fmt.Errorf("no %q from process %d within %v", kind, proc, timeout)
+			return msg{}, fmt.Errorf("no %s within %v", what, timeout)
 		case <-ctx.Done():
 			return msg{}, context.Cause(ctx)
 		}

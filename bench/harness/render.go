@@ -144,6 +144,8 @@ func renderScenario(p printf, reports []*Report, n int, sc string, o Options) {
 		renderPartition(p, reports)
 	case FloorScenario:
 		renderFloorShares(p, reports)
+	case LockSetScenario:
+		renderLockSet(p, reports)
 	}
 }
 

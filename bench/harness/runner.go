@@ -47,6 +47,7 @@ func Run(ctx context.Context, d Driver, o Options, base Options) *Report {
 		{OnceScenario, rn.once},
 		{PartitionScenario, rn.partition},
 		{TransferScenario, rn.transfer},
+		{LockSetScenario, rn.lockset},
 	}
 	for _, s := range steps {
 		if !want(s.name) {

@@ -93,6 +93,19 @@ func scenarioText(sc string, o Options) (title, text string) {
 			"once, for %v per run. Below, each Mutex and RWMutex figure of the same library against it: a steady Lock+Unlock (or "+
 			"RLock+RUnlock) is two inserts, its claim and its release, and nothing else; a figure far from its floor spends the rest "+
 			"elsewhere.", o.Procs, o.Procs, o.ThroughputFor)
+	case LockSetScenario:
+		return "Lock sets", fmt.Sprintf("%d processes each take sets of %d–%d of %d keys, drawn at random and named in random order, "+
+			"one after another as fast as they can, and let each go as soon as it is held: %d sets in all over %s, as one lock set each "+
+			"(dsync's lockset.Set: the keys taken in one global order, all or nothing), and as many again the way a user without lock sets "+
+			"would write it, the keys sorted by hand and their Mutexes locked one by one in that order (the baseline). The two ways take "+
+			"turns, a run of each at a time, each run in a namespace of its own (a fresh lock collection: the store keeps a busy key's "+
+			"history of the last minutes, which FerretDB decodes on every read) after a warm-up of two sets per process. The time to hold is from the call of Lock "+
+			"to its return, read from CLOCK_MONOTONIC in the process; sets/s counts the sets held from the run's common start to the last "+
+			"release. Every process reports each hold with its keys' tokens, and the checks count, key by key, holds acquired before the "+
+			"key's earlier hold was released (two holders at once), holds whose token is not above that of the key's hold before, and "+
+			"sets not held within %v (given up and counted as stuck). Commands: what all the processes sent during a run, renewals "+
+			"included, over its sets.",
+			o.LockSetProcs, setMinKeys, setMaxKeys, o.LockSetKeys, o.LockSetSets, count(max(o.Runs, 1), "run"), o.LockSetBound)
 	case Race:
 		return "Race for a free lock", "Contenders, each with its own connection, make a single attempt (TryLock) at the same moment on a released lock; " +
 			"more than one winner in a round means two holders at once."

@@ -25,11 +25,14 @@ const (
 	// Transfer of an election's leadership (transfer.go), beside
 	// Graceful.
 	TransferScenario = "transfer"
+	// Sets of keys held all or nothing (lockset.go), beside the same
+	// keys locked one by one in their order.
+	LockSetScenario = "lockset"
 )
 
 // AllScenarios lists every scenario.
 var AllScenarios = []string{Uncontended, Handoff, Failover, Graceful, Idle, Renewal, Throughput, Race, Scale,
-	RWMutexScenario, SemaphoreScenario, OnceScenario, PartitionScenario, TransferScenario, FloorScenario}
+	RWMutexScenario, SemaphoreScenario, OnceScenario, PartitionScenario, TransferScenario, FloorScenario, LockSetScenario}
 
 // Options sizes the scenarios. Zero values take Defaults' values.
 type Options struct {
@@ -114,6 +117,16 @@ type Options struct {
 	PartTTL          time.Duration
 	PartSteadyWindow time.Duration
 
+	// lockset (lockset.go): LockSetProcs processes take LockSetSets sets
+	// in all, over the runs, each of 2 to 4 of LockSetKeys keys drawn at
+	// random and named in random order; then as many again as Mutexes
+	// locked one by one in the keys' order (the baseline). A set not held
+	// within LockSetBound is given up and counted as stuck.
+	LockSetProcs int
+	LockSetKeys  int
+	LockSetSets  int
+	LockSetBound time.Duration
+
 	Log io.Writer `json:"-"` // progress; nil: discard
 }
 
@@ -182,6 +195,13 @@ var Defaults = Options{
 	PartTTL: 3 * time.Second,
 	// Many heartbeats and renewals, and a clock sample or two.
 	PartSteadyWindow: 20 * time.Second,
+
+	LockSetProcs: 8,
+	LockSetKeys:  12,
+	LockSetSets:  10000,
+	// Far above any wait of a set that moves: a set still waiting then
+	// is stuck, not slow.
+	LockSetBound: time.Minute,
 }
 
 // Quick are tiny sizes for checking that everything runs.
@@ -231,6 +251,11 @@ var Quick = Options{
 	PartProcs:        []int{1, 2},
 	PartTTL:          2 * time.Second,
 	PartSteadyWindow: 2 * time.Second,
+
+	LockSetProcs: 2,
+	LockSetKeys:  6,
+	LockSetSets:  10,
+	LockSetBound: 30 * time.Second,
 }
 
 func (o Options) withDefaults(d Options) Options {
@@ -293,6 +318,10 @@ func (o Options) withDefaults(d Options) Options {
 	defS(&o.PartProcs, d.PartProcs)
 	defD(&o.PartTTL, d.PartTTL)
 	defD(&o.PartSteadyWindow, d.PartSteadyWindow)
+	def(&o.LockSetProcs, d.LockSetProcs)
+	def(&o.LockSetKeys, d.LockSetKeys)
+	def(&o.LockSetSets, d.LockSetSets)
+	defD(&o.LockSetBound, d.LockSetBound)
 	if o.Log == nil {
 		o.Log = io.Discard
 	}

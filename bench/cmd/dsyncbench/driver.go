@@ -231,6 +231,9 @@ type lease struct {
 	renew   time.Duration // the Client's renew interval: a third of its TTL, dsync's default
 	store   *dsyncmongo.Store
 	members *leadermongo.Store
+	// setMutexes are the Mutexes of the keys of lock sets, by key
+	// (lockset.go).
+	setMutexes map[string]*dsync.Mutex
 }
 
 // lease returns c's Client of a lease of ttl, making it.

@@ -3,8 +3,9 @@
 // handoff, load of idle waiters, renewal cost, contended throughput, and
 // a race for a free lock), issue 25's scale, issue 26's RWMutex
 // readers, Semaphore cost and handoff, and Once races, and issue 45's
-// partitioned election (leader.Partition), and issue 76's floor: the
-// durable inserts per second the store commits (floor.go). With
+// partitioned election (leader.Partition), issue 76's floor: the
+// durable inserts per second the store commits (floor.go), and issue
+// 77's lock sets (lockset.go). With
 // DSYNCBENCH_TRACE set, every process writes a trace (trace.go). Its peers are measured by bench/peers; both
 // write JSON that "dsyncbench report" turns into bench/RESULTS.md. See
 // bench/README.md, or just run bash bench/run.sh.
@@ -110,6 +111,7 @@ func measure() int {
 	scaleWindow := flag.Duration("scale-window", 0, "how long the scale scenario counts what waiters send (default 2m)")
 	scaleLoadBudget := flag.Duration("scale-load-budget", 0, "the scale scenario does not load a size of idle keys whose loading would take longer, estimated from the loadings before (default 20m)")
 	scaleKeptMax := flag.Int("scale-kept-max", 0, "the scale scenario grows its series of keys in the collection (used within the idle age) to this many keys at most; 0: every size of -scale-keys")
+	lockSetSets := flag.Int("lockset-sets", 0, "sets of the lockset scenario in all, each way, over the runs (default 10000)")
 	cli := flag.String("cli", "", "the dsync command (go build ./cmd/dsync), whose status page the scale scenario times")
 	idleAge := flag.Duration("idle-age", time.Minute, "the scale scenario's keys compacted: their backends compact keys idle for this long (dsyncmongo.WithIdleAge, with a bucket span of a quarter of it; at least 1m with the scenario's 15 s TTL; 0: that series is not measured). The other namespaces have the library's default")
 	server := flag.String("server", "", "describe the server for the report (default: from its buildInfo), e.g. \"FerretDB 1.24 on PostgreSQL 15\" or \"Atlas M10, MongoDB 7.0\"")
@@ -153,7 +155,7 @@ func measure() int {
 	if *quick {
 		base = harness.Quick
 	}
-	opts := harness.Options{Runs: *runs, Handoffs: *handoffs, Settle: *settle, Log: os.Stderr, ServerPID: *serverPID, ScaleIdleWindow: *scaleWindow, ScaleLoadBudget: *scaleLoadBudget, ScaleKeptMax: *scaleKeptMax}
+	opts := harness.Options{Runs: *runs, Handoffs: *handoffs, Settle: *settle, Log: os.Stderr, ServerPID: *serverPID, ScaleIdleWindow: *scaleWindow, ScaleLoadBudget: *scaleLoadBudget, ScaleKeptMax: *scaleKeptMax, LockSetSets: *lockSetSets}
 	if *scenarios != "" {
 		opts.Scenarios = strings.Split(*scenarios, ",")
 	}

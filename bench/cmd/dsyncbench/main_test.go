@@ -146,6 +146,38 @@ func TestPartitionRuns(t *testing.T) {
 	}
 }
 
+// TestLockSetRuns runs the lockset scenario with tiny sizes: processes
+// take random sets of keys as lock sets and as Mutexes one by one, and
+// every set is held, no key by two at once, each token above the key's
+// last. It checks that it runs and that what it checks holds, not how
+// fast.
+func TestLockSetRuns(t *testing.T) {
+	t.Parallel()
+	srv, db := useServer(t)
+	o := harness.Quick
+	r := harness.Run(context.Background(), &driver{uri: srv.URI(), db: db}, harness.Options{Scenarios: []string{harness.LockSetScenario}, Log: testWriter{t}}, o)
+	if len(r.Notes) > 0 || len(r.Lacks) > 0 {
+		t.Fatalf("notes %v, lacks %v", r.Notes, r.Lacks)
+	}
+	held := 0
+	for _, f := range r.Figures {
+		switch {
+		case f.Value == nil:
+			t.Errorf("%s: no value: %s", f.Key(), f.Note)
+		case strings.HasSuffix(f.Metric, "(must be 0)") && *f.Value != 0:
+			t.Errorf("%s = %v", f.Key(), *f.Value)
+		case f.Metric == "sets held, all runs":
+			held++
+			if *f.Value != float64(o.LockSetSets) {
+				t.Errorf("%s = %v, want %d", f.Key(), *f.Value, o.LockSetSets)
+			}
+		}
+	}
+	if held != 2 {
+		t.Errorf("sets held reported for %d ways, want 2 (lock sets, Mutexes)", held)
+	}
+}
+
 // testWriter logs the scenario's progress to t.
 type testWriter struct{ t *testing.T }
 
