@@ -74,18 +74,35 @@ func describeHolder(ctx context.Context, b *dsync.Client, name string, n int64) 
 	if n > 1 {
 		return describeUnits(ctx, b, name)
 	}
-	// The head of the lock's queue: its holder, or the claim whose turn
-	// has just come.
-	q, err := statuspage.NewReader(b).Queue(ctx, name)
-	if err != nil {
+	info, held, err := queueHead(ctx, b, name)
+	switch {
+	case err != nil:
 		return "its holder cannot be read: " + oneLine(err)
-	}
-	// Claims before it whose session expired hold no more (Expired).
-	i := slices.IndexFunc(q, func(c statuspage.ClaimInfo) bool { return c.Holds })
-	if i < 0 {
+	case !held:
 		return "it is free now"
 	}
-	info := q[i]
+	return formatHolder(info)
+}
+
+// queueHead returns the head of name's queue that holds: its holder, or
+// the claim whose turn has just come; held is false when none does.
+// Claims before it whose session expired hold no more (Expired).
+func queueHead(ctx context.Context, b *dsync.Client, name string) (info statuspage.ClaimInfo, held bool, err error) {
+	q, err := statuspage.NewReader(b).Queue(ctx, name)
+	if err != nil {
+		return statuspage.ClaimInfo{}, false, err
+	}
+	i := slices.IndexFunc(q, func(c statuspage.ClaimInfo) bool { return c.Holds })
+	if i < 0 {
+		return statuspage.ClaimInfo{}, false, nil
+	}
+	return q[i], true, nil
+}
+
+// formatHolder says who holds a claim: "held by HOST (pid N, token T)",
+// with the pid of the holder's command when the holder runs on this
+// machine.
+func formatHolder(info statuspage.ClaimInfo) string {
 	if host, _ := os.Hostname(); host == info.Host {
 		if cmd, ok := childProcesses([]int{info.PID})[info.PID]; ok {
 			return fmt.Sprintf("held by %s (pid %d, running pid %d; token %d)", info.Host, info.PID, cmd, info.Token)

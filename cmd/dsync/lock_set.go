@@ -7,9 +7,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-dsync/dsync/dsync"
 	"github.com/go-dsync/dsync/dsync/lockset"
@@ -186,17 +188,28 @@ func lockNames(mu lockable, name string) string {
 }
 
 // describeHolders says who holds name (describeHolder), or, for a set,
-// who holds each of its names that is held: `"B" held by HOST (pid N,
-// token T)`, joined by "; ".
+// who holds each of its names that is held by another process: `"B"
+// held by HOST (pid N, token T)`, joined by "; ".
 func describeHolders(ctx context.Context, b *dsync.Client, mu lockable, name string, n int64) string {
 	s, ok := mu.(*setLock)
 	if !ok {
 		return describeHolder(ctx, b, name, n)
 	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	host, _ := os.Hostname()
 	var held []string
 	for _, name := range s.names {
-		if d := describeHolder(ctx, b, name, n); d != "it is free now" {
-			held = append(held, fmt.Sprintf("%q %s", name, d))
+		info, ok, err := queueHead(ctx, b, name)
+		switch {
+		case err != nil:
+			held = append(held, fmt.Sprintf("%q: its holder cannot be read: %s", name, oneLine(err)))
+		case !ok:
+		case info.Host == host && info.PID == os.Getpid():
+			// The set's own member, whose release is on its way: a
+			// Set that gave up its wait holds nothing.
+		default:
+			held = append(held, fmt.Sprintf("%q %s", name, formatHolder(info)))
 		}
 	}
 	if len(held) == 0 {

@@ -37,8 +37,8 @@ func TestAlertRulesNameScrapedSeries(t *testing.T) {
 	for _, block := range regexp.MustCompile(`(?m)^\s+expr: (\|\n(?:\s{10}.*\n)+|.*)`).FindAllStringSubmatch(string(rules), -1) {
 		exprs = append(exprs, block[1])
 	}
-	if len(exprs) != 6 {
-		t.Fatalf("found %d rule expressions, want the 6 alerts", len(exprs))
+	if len(exprs) != 7 {
+		t.Fatalf("found %d rule expressions, want the 7 alerts", len(exprs))
 	}
 	used := map[string]bool{}
 	for _, e := range exprs {
@@ -51,7 +51,7 @@ func TestAlertRulesNameScrapedSeries(t *testing.T) {
 			t.Errorf("the rules use %s, which no scraped series or label is named (metrics: %v)", id, slices.Sorted(maps.Keys(names)))
 		}
 	}
-	for _, want := range []string{"leader_election_master_status", "dsync_hold_age_seconds", "dsync_lease_renewal_failures_total", "dsync_waiting", "dsync_hold_lost_total"} {
+	for _, want := range []string{"leader_election_master_status", "dsync_hold_age_seconds", "dsync_lease_renewal_failures_total", "dsync_waiting", "dsync_hold_lost_total", "dsync_lockset_deadlocks_total"} {
 		if !used[want] {
 			t.Errorf("no rule uses %s", want)
 		}

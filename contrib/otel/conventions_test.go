@@ -69,7 +69,7 @@ func TestSeriesAtZeroFromTheStart(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"dsync.lease.renewal.failures", "dsync.observer.dropped"} {
+	for _, name := range []string{"dsync.lease.renewal.failures", "dsync.observer.dropped", "dsync.lockset.deadlocks"} {
 		s, ok := got[name].Data.(metricdata.Sum[int64])
 		if !ok || len(s.DataPoints) != 1 || s.DataPoints[0].Value != 0 {
 			t.Errorf("%s before any event: %+v, want one series at 0", name, got[name])

@@ -48,6 +48,11 @@
 //     same tokens.
 //   - dsync.lease.suspension.duration [s], histogram: how long the lease
 //     was suspended in each outage it rode through.
+//   - dsync.lockset.deadlocks [{deadlock}], counter: deadlocks between
+//     lock sets (package dsync/lockset, with a deadlock timeout) that a
+//     set of this process broke by giving up its wait, as the youngest set
+//     of the cycle; with WithKeys, dsync.key is the stored key it waited
+//     at.
 //   - dsync.observer.dropped [{event}], counter: events the observer fell
 //     too far behind to record.
 //   - leader_election_master_status, gauge, attribute name: 1 while this

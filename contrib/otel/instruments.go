@@ -44,8 +44,11 @@ type instruments struct {
 	// how long the lease was suspended in each.
 	outages, kept metric.Int64Counter
 	suspended     metric.Float64Histogram
-	waiting       metric.Int64Gauge
-	ages          *holdAges
+	// deadlocks: deadlocks between lock sets broken by a set of this
+	// process giving up its wait (event.Observer.DeadlockBroken).
+	deadlocks metric.Int64Counter
+	waiting   metric.Int64Gauge
+	ages      *holdAges
 }
 
 // newInstruments makes Observer's instruments on meter (keys: WithKeys). Units are UCUM, as
@@ -75,6 +78,7 @@ func newInstruments(meter metric.Meter, keys bool) (*instruments, error) {
 	i.outages = counter("dsync.lease.outages", "{outage}", "Outages of the whole store the lease rode through: suspended at its deadline, resumed once the store was back.")
 	i.kept = counter("dsync.hold.kept", "{hold}", "Holds lost to a suspension in an outage of the whole store whose claims the resume kept, for their owners to take back.")
 	i.suspended = hist("dsync.lease.suspension.duration", "How long the lease was suspended in an outage of the whole store it rode through.", holdBuckets)
+	i.deadlocks = counter("dsync.lockset.deadlocks", "{deadlock}", "Deadlocks between lock sets that a set of this process broke by giving up its wait, as the youngest set of the cycle.")
 	var err error
 	i.waiting, err = meter.Int64Gauge("dsync.waiting", metric.WithUnit("{call}"),
 		metric.WithDescription("Callers of this process waiting for a hold."))
@@ -104,5 +108,6 @@ func (i *instruments) zeroSeries() {
 	i.dropped.Add(ctx, 0)
 	i.outages.Add(ctx, 0)
 	i.kept.Add(ctx, 0)
+	i.deadlocks.Add(ctx, 0)
 	i.waiting.Record(ctx, 0)
 }

@@ -129,6 +129,13 @@ func (i *instruments) observer() event.Observer {
 		},
 		RenewFailed: func(error) { i.renewFailed.Add(ctx, 1) },
 		Dropped:     func(n int) { i.dropped.Add(ctx, int64(n)) },
+		DeadlockBroken: func(d event.Deadlock) {
+			if i.keys {
+				i.deadlocks.Add(ctx, 1, metric.WithAttributes(attrKey.String(d.Key)))
+				return
+			}
+			i.deadlocks.Add(ctx, 1)
+		},
 		OutageRidden: func(o event.Outage) {
 			i.outages.Add(ctx, 1)
 			i.kept.Add(ctx, int64(o.Holds))

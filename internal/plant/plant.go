@@ -1,6 +1,6 @@
 // Package plant switches the bugs planted above the engine (in dsync,
-// leader and fence/fencemongo) for the negative controls of the
-// public-API simulation (integration/apisim) and of
+// dsync/lockset, leader and fence/fencemongo) for the negative controls
+// of the public-API simulation (integration/apisim) and of
 // fence/fencemongo's fenced-register simulation. Only a build with -tags
 // dsync_planted can plant one: in every other build On is false and the
 // bugs' branches compile away. (contrib/gocron, a module of its own that
@@ -122,6 +122,22 @@ const (
 	// lost to an outage of the store resigns it rather than take it
 	// back, so the shard's next term, after the outage, has a new token.
 	ShardGivesUpInOutage
+	// LockSetOutOfOrder: a lockset.Set takes its members in the order
+	// they were given, not by stored key, so that two Sets given two keys
+	// in opposite orders may each hold one and wait for the other, a
+	// cycle of Locks that the global order rules out.
+	LockSetOutOfOrder
+	// LockSetVictimOldest: the Set that gives up its wait to break a
+	// deadlock is the oldest of the cycle, not the youngest.
+	LockSetVictimOldest
+	// LockSetChainAsCycle: a Set whose deadlock check finds no cycle
+	// takes the first wait of a chain from itself, to a claim another Set
+	// holds, for one, and gives up a wait that closed no cycle.
+	LockSetChainAsCycle
+	// LockSetNoVictim: no Set of a cycle is its victim, so deadlocks
+	// between Sets last until a wait's context ends, as without
+	// detection.
+	LockSetNoVictim
 )
 
 var planted atomic.Int32
