@@ -10,6 +10,9 @@
 // reads, then "interrupted" on every statement) when a client gave up on a
 // query at the wrong moment. sqlitedriver_test.go fails with it. Do not
 // downgrade.
+//
+// On PostgreSQL a start is checked: FerretDB must know every database
+// PostgreSQL holds for it, or it is started again (pgregistry.go).
 package ferretserve
 
 import (
@@ -60,7 +63,9 @@ func Start(dir, addr string, logger *slog.Logger) (*Server, error) {
 }
 
 // StartConfig runs the FerretDB cfg describes. On either backend it adds
-// the indexes FerretDB's own queries can use (idindex.go, pgindex.go).
+// the indexes FerretDB's own queries can use (idindex.go, pgindex.go). On
+// PostgreSQL it checks that FerretDB knows every database PostgreSQL holds
+// for it, and starts it again when it does not (pgregistry.go says why).
 func StartConfig(cfg Config) (*Server, error) {
 	reportVersion.Do(func() {
 		// FerretDB reads its version from files that only its own
@@ -71,6 +76,19 @@ func StartConfig(cfg Config) (*Server, error) {
 			v.Version = Version()
 		}
 	})
+	if cfg.PostgreSQLURL == "" {
+		return startOnce(cfg, "")
+	}
+	pgURL, err := withCustomPlans(cfg.PostgreSQLURL) // pgindex.go says why
+	if err != nil {
+		return nil, err
+	}
+	return startOnPostgreSQL(cfg, pgURL)
+}
+
+// startOnce runs FerretDB once: on SQLite in cfg.Dir when pgURL is empty,
+// else on PostgreSQL at pgURL.
+func startOnce(cfg Config, pgURL string) (*Server, error) {
 	fc := &ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{TCP: cfg.Addr},
 		Handler:   "sqlite",
@@ -78,11 +96,7 @@ func StartConfig(cfg Config) (*Server, error) {
 		Logger:    cfg.Logger,
 	}
 	var indexer func(context.Context)
-	if cfg.PostgreSQLURL != "" {
-		pgURL, err := withCustomPlans(cfg.PostgreSQLURL) // pgindex.go says why
-		if err != nil {
-			return nil, err
-		}
+	if pgURL != "" {
 		fc.Handler, fc.SQLiteURL, fc.PostgreSQLURL = "postgresql", "", pgURL
 		indexer = newPGIndexer(pgURL, cfg.Logger).run
 	} else {

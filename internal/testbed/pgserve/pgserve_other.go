@@ -28,3 +28,4 @@ func (*Server) URL(string) string                    { return "" }
 func (*Server) Port() int                            { return 0 }
 func (*Server) Version() string                      { return "" }
 func (*Server) Stop()                                {}
+func (*Server) Hold(string, string) (func(), error)  { return nil, errUnix }
