@@ -89,11 +89,16 @@ func checkRegistry(mongoURI, pgURL string) ([]string, error) {
 		return nil, err
 	}
 	defer func() { _ = c.Disconnect(context.Background()) }()
-	first, firstErr := lookForMissing(ctx, c, pgURL)
+	pg, err := pgx.Connect(ctx, pgURL)
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL: %w", err)
+	}
+	defer func() { _ = pg.Close(context.Background()) }()
+	first, firstErr := lookForMissing(ctx, c, pg)
 	if firstErr == nil && len(first) == 0 {
 		return nil, nil
 	}
-	second, err := lookForMissing(ctx, c, pgURL)
+	second, err := lookForMissing(ctx, c, pg)
 	if err != nil || firstErr != nil {
 		return second, err
 	}
@@ -104,8 +109,8 @@ func checkRegistry(mongoURI, pgURL string) ([]string, error) {
 // then the databases FerretDB lists, and returns the schemas it does not
 // list. PostgreSQL is read first, so that a database made between the
 // reads is in both.
-func lookForMissing(ctx context.Context, c *mongo.Client, pgURL string) ([]string, error) {
-	held, err := heldDatabases(ctx, pgURL)
+func lookForMissing(ctx context.Context, c *mongo.Client, pg *pgx.Conn) ([]string, error) {
+	held, err := heldDatabases(ctx, pg)
 	if err != nil {
 		return nil, fmt.Errorf("PostgreSQL: %w", err)
 	}
@@ -118,13 +123,8 @@ func lookForMissing(ctx context.Context, c *mongo.Client, pgURL string) ([]strin
 
 // heldDatabases lists the schemas that hold FerretDB's metadata table,
 // as FerretDB's own load does: each is a database of FerretDB's.
-func heldDatabases(ctx context.Context, pgURL string) ([]string, error) {
-	conn, err := pgx.Connect(ctx, pgURL)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = conn.Close(context.Background()) }()
-	rows, err := conn.Query(ctx, `SELECT DISTINCT table_schema FROM information_schema.columns WHERE table_name = '_ferretdb_database_metadata'`)
+func heldDatabases(ctx context.Context, pg *pgx.Conn) ([]string, error) {
+	rows, err := pg.Query(ctx, `SELECT DISTINCT table_schema FROM information_schema.columns WHERE table_name = '_ferretdb_database_metadata'`)
 	if err != nil {
 		return nil, err
 	}

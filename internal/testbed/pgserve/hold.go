@@ -6,10 +6,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -23,9 +19,7 @@ const holdMarker = "pgserve: held"
 // transaction is rolled back) and waits for psql to exit. Hold returns
 // once sql has run, or fails if it did not within a minute.
 func (p *Server) Hold(db, sql string) (release func(), err error) {
-	cmd := exec.Command(filepath.Join(p.bin, "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
-		"-h", "127.0.0.1", "-p", strconv.Itoa(p.port), "-U", User, "-d", db)
-	cmd.Env = append(os.Environ(), "PGCONNECT_TIMEOUT=5")
+	cmd := p.psql(db)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

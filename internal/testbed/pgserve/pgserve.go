@@ -190,14 +190,21 @@ func (p *Server) Exec(db, sql string) error {
 // Query runs one SQL command in database db, through psql, and returns
 // what it printed, unaligned and without headers.
 func (p *Server) Query(db, sql string) (string, error) {
-	cmd := exec.Command(filepath.Join(p.bin, "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
-		"-h", "127.0.0.1", "-p", strconv.Itoa(p.port), "-U", User, "-d", db, "-c", sql)
-	cmd.Env = append(os.Environ(), "PGCONNECT_TIMEOUT=5")
+	cmd := p.psql(db, "-c", sql)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("psql %q: %v: %s", sql, err, strings.TrimSpace(string(out)))
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// psql is a psql command on database db that prints unaligned, without
+// headers, and stops at the first error; args follow.
+func (p *Server) psql(db string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(p.bin, "psql"), append([]string{"-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+		"-h", "127.0.0.1", "-p", strconv.Itoa(p.port), "-U", User, "-d", db}, args...)...)
+	cmd.Env = append(os.Environ(), "PGCONNECT_TIMEOUT=5")
+	return cmd
 }
 
 // NewDatabase creates a new database, named prefix_N, and returns its
