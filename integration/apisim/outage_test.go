@@ -2,9 +2,6 @@ package apisim
 
 import (
 	"flag"
-	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -58,12 +55,7 @@ func TestPartitionOutageSimulation(t *testing.T) {
 			continue
 		}
 		r, f, _ := simulatePartitionOutages(t, seed)
-		if r.Trace != nil && len(r.Violations) > 0 {
-			if err := os.WriteFile(fmt.Sprintf("%s.%d", *simTrace, seed), []byte(strings.Join(r.Trace, "\n")+"\n"), 0o644); err != nil {
-				t.Error(err)
-			}
-		}
-		r.Trace = nil
+		keepTrace(t, seed, &r)
 		total.Add(r.Figures)
 		part.Add(f)
 		for i, v := range r.Violations {

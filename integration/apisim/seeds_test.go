@@ -1,9 +1,6 @@
 package apisim
 
 import (
-	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,12 +28,7 @@ func runSeeds(t *testing.T, flag int, simulate func(t *testing.T, seed int64) Re
 			continue
 		}
 		r := simulate(t, seed)
-		if r.Trace != nil && len(r.Violations) > 0 {
-			if err := os.WriteFile(fmt.Sprintf("%s.%d", *simTrace, seed), []byte(strings.Join(r.Trace, "\n")+"\n"), 0o644); err != nil {
-				t.Error(err)
-			}
-		}
-		r.Trace = nil
+		keepTrace(t, seed, &r)
 		total.Add(r.Figures)
 		for i, v := range r.Violations {
 			if i == 5 && *simSeed < 0 {

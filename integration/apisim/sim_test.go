@@ -41,6 +41,19 @@ func seeds() []int64 {
 }
 
 // simulate runs one seed in a bubble of its own.
+// keepTrace writes the trace of a seed that broke a promise to
+// -apisim.trace's file with the seed appended, and drops r's trace, so
+// that the runs of many seeds do not keep theirs.
+func keepTrace(t *testing.T, seed int64, r *Report) {
+	t.Helper()
+	if r.Trace != nil && len(r.Violations) > 0 {
+		if err := os.WriteFile(fmt.Sprintf("%s.%d", *simTrace, seed), []byte(strings.Join(r.Trace, "\n")+"\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	r.Trace = nil
+}
+
 func simulate(t *testing.T, seed int64) Report {
 	var r Report
 	synctest.Test(t, func(t *testing.T) {
@@ -68,12 +81,7 @@ func TestSimulation(t *testing.T) {
 	defer func() { tracing = false }()
 	for _, seed := range seeds() {
 		r := simulate(t, seed)
-		if r.Trace != nil && len(r.Violations) > 0 {
-			if err := os.WriteFile(fmt.Sprintf("%s.%d", *simTrace, seed), []byte(strings.Join(r.Trace, "\n")+"\n"), 0o644); err != nil {
-				t.Error(err)
-			}
-		}
-		r.Trace = nil
+		keepTrace(t, seed, &r)
 		total.Add(r.Figures)
 		_, f := CheckUpgradeFigures(r.History)
 		up.Add(f)

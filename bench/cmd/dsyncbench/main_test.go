@@ -112,12 +112,8 @@ func TestDriverRuns(t *testing.T) {
 // what it measures is sane, not how fast.
 func TestPartitionRuns(t *testing.T) {
 	t.Parallel()
-	srv, db := useServer(t)
 	o := harness.Quick
-	r := harness.Run(context.Background(), &driver{uri: srv.URI(), db: db}, harness.Options{Scenarios: []string{harness.PartitionScenario}, Log: testWriter{t}}, o)
-	if len(r.Notes) > 0 || len(r.Lacks) > 0 {
-		t.Fatalf("notes %v, lacks %v", r.Notes, r.Lacks)
-	}
+	r := runQuick(t, harness.PartitionScenario)
 	fig := map[string]float64{}
 	for _, f := range r.Figures {
 		if f.Value == nil {
@@ -153,12 +149,8 @@ func TestPartitionRuns(t *testing.T) {
 // fast.
 func TestLockSetRuns(t *testing.T) {
 	t.Parallel()
-	srv, db := useServer(t)
 	o := harness.Quick
-	r := harness.Run(context.Background(), &driver{uri: srv.URI(), db: db}, harness.Options{Scenarios: []string{harness.LockSetScenario}, Log: testWriter{t}}, o)
-	if len(r.Notes) > 0 || len(r.Lacks) > 0 {
-		t.Fatalf("notes %v, lacks %v", r.Notes, r.Lacks)
-	}
+	r := runQuick(t, harness.LockSetScenario)
 	held := 0
 	for _, f := range r.Figures {
 		switch {
@@ -176,6 +168,19 @@ func TestLockSetRuns(t *testing.T) {
 	if held != 2 {
 		t.Errorf("sets held reported for %d ways, want 2 (lock sets, Mutexes)", held)
 	}
+}
+
+// runQuick runs one scenario with harness.Quick's sizes on the test's
+// server, logging to t, and fails the test if the run left notes or
+// lacks.
+func runQuick(t *testing.T, scenario string) *harness.Report {
+	t.Helper()
+	srv, db := useServer(t)
+	r := harness.Run(context.Background(), &driver{uri: srv.URI(), db: db}, harness.Options{Scenarios: []string{scenario}, Log: testWriter{t}}, harness.Quick)
+	if len(r.Notes) > 0 || len(r.Lacks) > 0 {
+		t.Fatalf("notes %v, lacks %v", r.Notes, r.Lacks)
+	}
+	return r
 }
 
 // testWriter logs the scenario's progress to t.
