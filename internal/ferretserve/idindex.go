@@ -108,10 +108,16 @@ func stateOf(file string) (fileState, bool) {
 }
 
 // indexFile adds the _id index to every table of file's collections that
-// lacks it. It opens the file with FerretDB's settings (WAL, and waiting
-// up to 10 s for a lock rather than failing).
+// lacks it. It waits up to 10 s for a lock rather than failing, as
+// FerretDB does, but leaves the journal mode alone: the file may be one
+// FerretDB has just created and is switching to WAL, and two connections
+// both asking for that switch each hold a read lock and want the write
+// lock, so SQLite fails one of them at once, without waiting ("database
+// is locked"). When it was FerretDB's, the database's creation failed.
+// A file already in WAL mode is read in WAL mode anyway (its header says
+// so).
 func indexFile(ctx context.Context, file string) error {
-	db, err := sql.Open("sqlite", "file:"+file+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(wal)")
+	db, err := sql.Open("sqlite", "file:"+file+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,5 +87,47 @@ func TestPointReadsUseAnIndex(t *testing.T) {
 	}
 	if !strings.Contains(p, idIndexSuffix) {
 		t.Fatalf("after a drop, a find by _id is planned as %s", p)
+	}
+}
+
+// TestDatabaseCreatedBesideIndexer: FerretDB creates a database's file
+// and switches it to WAL while the indexer may open the same new file.
+// Creating databases while indexer passes run without pause must never
+// fail (it failed with SQLITE_BUSY, "database is locked", when the
+// indexer's connection also asked for WAL on the new file: two
+// connections each holding a read lock and asking for the write lock,
+// and SQLite fails one at once rather than wait).
+func TestDatabaseCreatedBesideIndexer(t *testing.T) {
+	dir := t.TempDir()
+	c := startClient(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for i := range 200 {
+		name := fmt.Sprintf("d%03d", i)
+		file := filepath.Join(dir, name+".sqlite")
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() { // an indexer pass that meets the file as it appears
+				defer wg.Done()
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					if _, err := os.Stat(file); err == nil {
+						_ = indexFile(ctx, file)
+					}
+				}
+			}()
+		}
+		err := c.Database(name).CreateCollection(ctx, "c")
+		close(done)
+		wg.Wait()
+		if err != nil {
+			t.Fatalf("creating database %d beside the indexer: %v", i, err)
+		}
 	}
 }
