@@ -29,7 +29,9 @@ package history
 //     leader proclaimed it, owned by the hold with that token
 //     (check_observe.go);
 //   - no run of a Once started after its done record was confirmed or
-//     seen, and every record names a run that succeeded (check_once.go).
+//     seen, and every record names a run that succeeded (check_once.go);
+//   - every lock-set grant was recorded whole: each member held, with a
+//     token, by one process (check_sets.go).
 //
 // Register writes are checked by CheckWrites (check_writes.go).
 func Check(events []Event, opts *Options) *Report {
@@ -47,6 +49,7 @@ func Check(events []Event, opts *Options) *Report {
 	checkLosses(r, opts, ps)
 	checkObservers(r, events, era)
 	checkOnce(r, events, era)
+	checkSets(r, events)
 	if opts != nil && opts.EmptyingGap > 0 {
 		checkAcrossEmptyings(r, events, opts.EmptyingGap)
 	}

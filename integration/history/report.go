@@ -98,7 +98,9 @@ type Report struct {
 	Proclaims, ValuesSeen int
 	Writes                WriteStats
 	// Once counts the events of Once runs (check_once.go).
-	Once       OnceStats
+	Once OnceStats
+	// Sets counts lock-set grants (check_sets.go).
+	Sets       int
 	Violations []Violation
 }
 
