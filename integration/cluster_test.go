@@ -699,6 +699,7 @@ func (c *cluster) corrupt(events []history.Event, r *history.Report) {
 	c.t.Helper()
 	c.weightControl(events, r)
 	c.onceControl(events)
+	c.setControl(events)
 	var a, b *history.Hold
 	for _, hs := range r.Holds {
 		for i := 1; i < len(hs) && a == nil; i++ {

@@ -52,7 +52,10 @@
 // (TestRWMutexUnderFaults, TestSemaphoreUnderFaults: no writer beside
 // anyone, units within the limit) and a Once on slot keys
 // (TestOnceUnderFaults: no run after its record was confirmed or seen,
-// every record names a run that succeeded), and a leader.Partition of six
+// every record names a run that succeeded), lock sets of 2 to 4 of six
+// keys named in random orders (TestLockSetsUnderFaults: each member an
+// ordinary hold of its key, every grant whole, and sets granted again
+// after each fault), and a leader.Partition of six
 // shards over four workers under each fault in turn and graceful leaves
 // (TestPartitionUnderFaults: each shard's terms are holds of its key, and
 // every shard is owned and balanced again after each fault). Two tests

@@ -28,7 +28,7 @@ type Config struct {
 	Name       string        // worker name, e.g. "w1"
 	URI        string        // server (or proxy) URI
 	DB         string        // database
-	Mode       string        // ModeMutex, ModeElection, ModeRWMutex, ModeSemaphore or ModeOnce
+	Mode       string        // ModeMutex, ModeElection, ModeRWMutex, ModeSemaphore, ModeOnce, ModePartition, ModeKeys or ModeLockSet
 	Key        string        // lock key, or election name
 	TTL        time.Duration // lease TTL
 	Renew      time.Duration // renew interval; 0: TTL/3
@@ -56,9 +56,9 @@ type Config struct {
 	HintListen, HintAdvertise string
 	// Shards is the number of shards of ModePartition.
 	Shards int
-	// Keys is the number of keys of ModeKeys, from the First-th; and of
-	// ModeMutex when above 0 (each locked in a loop of its own, without
-	// a register), which locks Key alone otherwise.
+	// Keys is the number of keys of ModeKeys and ModeLockSet, from the
+	// First-th; and of ModeMutex when above 0 (each locked in a loop of
+	// its own, without a register), which locks Key alone otherwise.
 	Keys, First int
 	// SafetyPoll, if set, is the Client's safety poll interval
 	// (dsync.ClientWithSafetyPoll); 0: the library's default.

@@ -162,6 +162,8 @@ func (w *worker) run() error {
 		err = w.runPartition(ctx, db)
 	case ModeKeys:
 		err = w.runKeys(ctx, db)
+	case ModeLockSet:
+		err = w.runLockSet(ctx, db)
 	default:
 		err = fmt.Errorf("unknown mode %q", cfg.Mode)
 	}
