@@ -27,6 +27,10 @@ type predSession struct {
 type predHold struct {
 	session string
 	nonce   string
+	// lostAt, once the hold's session resumed after the hold was lost
+	// at its deadline (a suspension), is that deadline: the hold stays
+	// lost, its deadline stays there, and no renewal moves it.
+	lostAt int64
 }
 
 // predClaim is a claim the store confirmed, not yet ended.
@@ -171,22 +175,25 @@ func (r *recorder) renewedLocked(id string, sent, reply int64) []history.Event {
 	if dl <= s.deadline {
 		return nil
 	}
+	old := s.deadline
 	s.deadline = dl
 	if past {
 		// A resume: the session's holds were lost at its deadline (a
 		// suspension loses them, and they stay lost); the resume keeps
 		// their claims, and a hold that takes one back begins anew
-		// (holding). Their deadlines stay where they were.
-		for lid, h := range r.holds {
-			if h.session == id {
-				delete(r.holds, lid)
+		// (holding). Their deadlines stay where they were: a hold's
+		// loss may be recorded after the resume (its watcher runs
+		// when scheduled), with the deadline it was lost at.
+		for _, h := range r.holds {
+			if h.session == id && h.lostAt == 0 {
+				h.lostAt = old
 			}
 		}
 		return nil
 	}
 	var evs []history.Event
 	for lid, h := range r.holds {
-		if h.session == id {
+		if h.session == id && h.lostAt == 0 {
 			evs = append(evs, history.Event{Ev: history.EvDeadline, Key: lid.key, Token: lid.token, T: reply, DL: dl, Src: history.SrcPred})
 		}
 	}
@@ -327,6 +334,9 @@ func (r *recorder) deadline(key string, token uint64) int64 {
 	h := r.holds[leaseID{key, token}]
 	if h == nil {
 		return 0
+	}
+	if h.lostAt != 0 {
+		return h.lostAt
 	}
 	if s := r.sessions[h.session]; s != nil {
 		return s.deadline

@@ -370,3 +370,25 @@ func TestRecorderResumesWithAGrace(t *testing.T) {
 		})
 	}
 }
+
+// A hold lost at its session's deadline (a suspension) keeps that
+// deadline after the session resumes: its watcher may record the loss
+// only then (CI's TestElection: a term's loss recorded 10 ms after its
+// deadline, after the resume, read a deadline of 0, a phantom hold), and
+// no later renewal moves it.
+func TestRecorderLostHoldKeepsItsDeadline(t *testing.T) {
+	const ttl = 1000
+	r, _ := testRecorder(t, ttl)
+	r.grace = 5000
+	r.claimed("k", 7, "s1", "a")
+	r.opened("s1", 0, 50) // deadline 950
+	r.holding("k", 7, 100)
+	r.renewed("s1", 3000, 3100) // resumes the session: deadline 3950
+	if got := r.deadline("k", 7); got != 950 {
+		t.Fatalf("deadline of the hold lost before the resume: %d, want 950", got)
+	}
+	r.renewed("s1", 3500, 3600)
+	if got := r.deadline("k", 7); got != 950 {
+		t.Fatalf("deadline of the lost hold after a later renewal: %d, want 950", got)
+	}
+}
