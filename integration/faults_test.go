@@ -52,6 +52,40 @@ func kindsFrom(t *testing.T, kinds []string) []string {
 	return append(slices.Clone(kinds[i:]), kinds[:i]...)
 }
 
+// kindsButGuest is kindsFrom of every fault kind but delay-requests,
+// which needs a guest worker that holds the workers' one lock key.
+func kindsButGuest(t *testing.T) []string {
+	return kindsFrom(t, slices.DeleteFunc(slices.Clone(faultKinds), func(k string) bool { return k == "delay-requests" }))
+}
+
+// faultRounds injects the fault kinds in turn, a round each (as many as
+// rounds gives): into the process of the next event isAfter(0) matches,
+// up to within after that event, then waits for an event isAfter matches
+// after the fault ended; and at the end for tail more, so that the last
+// fault's effects are in the history. Events named what are awaited for
+// up to a minute each. It returns the faults injected, by kind.
+func (c *cluster) faultRounds(srv *mongotest.Process, kinds []string, what string, isAfter func(t0 int64) func(history.Event) bool, within time.Duration, tail int) map[string]int {
+	c.t.Helper()
+	from, counts := 0, make(map[string]int)
+	for n := 0; n < rounds(len(kinds), 10*len(kinds)); n++ {
+		ev, next := c.await(from, 60*time.Second, what, isAfter(0))
+		from = next
+		p := c.procOf(ev)
+		if p == nil {
+			continue
+		}
+		kind := kinds[n%len(kinds)]
+		counts[kind]++
+		time.Sleep(randDuration(0, within))
+		c.inject(kind, p, srv)
+		_, from = c.await(from, 60*time.Second, what+" after "+kind, isAfter(history.Now()))
+	}
+	for range tail {
+		_, from = c.await(from, 60*time.Second, what, isAfter(0))
+	}
+	return counts
+}
+
 // ttl is the workers' TTL: at 1 s, beside CPU burners at four per core,
 // the embedded server's replies outlasted it (sessions could not even be
 // opened for 30 s), and its margin (TTL/20) was shorter than the

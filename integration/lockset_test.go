@@ -14,7 +14,7 @@ import (
 // few, so that sets overlap and wait for each other.
 const lockSetKeys = 6
 
-// Fault 8: lock sets (dsync/lockset) under faults of every kind: four
+// Fault 9: lock sets (dsync/lockset) under faults of every kind: four
 // worker processes each take sets of 2 to 4 of lockSetKeys keys, named in
 // a random order. No key is held by two at once, each key's tokens
 // increase, every grant is whole (each member held, with the token the
@@ -31,34 +31,12 @@ func TestLockSetsUnderFaults(t *testing.T) {
 	c := newCluster(t, srv.URI(), db, cfg)
 	c.viaProxy = true
 	c.startN(4, nil)
-	// delay-requests needs a guest worker that holds the one lock key.
-	kinds := slices.DeleteFunc(slices.Clone(faultKinds), func(k string) bool { return k == "delay-requests" })
-	kinds = kindsFrom(t, kinds)
 	grantAfter := func(t0 int64) func(history.Event) bool {
 		return func(ev history.Event) bool {
 			return ev.Ev == history.EvAcquire && ev.Kind == history.KindSetMember && ev.T > t0
 		}
 	}
-	from := 0
-	counts := make(map[string]int)
-	for n := 0; n < rounds(len(kinds), 10*len(kinds)); n++ {
-		ev, next := c.await(from, 60*time.Second, "set grant", grantAfter(0))
-		from = next
-		p := c.procOf(ev)
-		if p == nil {
-			continue
-		}
-		kind := kinds[n%len(kinds)]
-		counts[kind]++
-		time.Sleep(randDuration(0, cfg.HoldFor/2))
-		c.inject(kind, p, srv)
-		_, from = c.await(from, 60*time.Second, "set grant after "+kind, grantAfter(history.Now()))
-	}
-	// A few more grants without faults, so that the last fault's effects
-	// are in the history.
-	for range 5 {
-		_, from = c.await(from, 60*time.Second, "set grant", grantAfter(0))
-	}
+	counts := c.faultRounds(srv, kindsButGuest(t), "set grant", grantAfter, cfg.HoldFor/2, 5)
 	r := c.check()
 	if r.Sets == 0 {
 		t.Fatal("no lock-set grant recorded")

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -97,28 +96,10 @@ func TestOnceUnderFaults(t *testing.T) {
 	c := newCluster(t, srv.URI(), db, cfg)
 	c.viaProxy = true
 	c.startN(4, nil)
-	// delay-requests needs a guest worker that holds a lock.
-	kinds := slices.DeleteFunc(slices.Clone(faultKinds), func(k string) bool { return k == "delay-requests" })
-	kinds = kindsFrom(t, kinds)
 	isRun := func(after int64) func(history.Event) bool {
 		return func(e history.Event) bool { return e.Ev == history.EvOnceRun && e.T > after }
 	}
-	from, counts := 0, make(map[string]int)
-	for n := 0; n < rounds(len(kinds), 10*len(kinds)); n++ {
-		ev, next := c.await(from, 60*time.Second, "run", isRun(0))
-		from = next
-		p := c.procOf(ev)
-		if p == nil {
-			continue
-		}
-		kind := kinds[n%len(kinds)]
-		counts[kind]++
-		c.inject(kind, p, srv)
-		_, from = c.await(from, 60*time.Second, "run after "+kind, isRun(history.Now()))
-	}
-	for range 3 {
-		_, from = c.await(from, 60*time.Second, "run", isRun(0))
-	}
+	counts := c.faultRounds(srv, kindsButGuest(t), "run", isRun, 0, 3)
 	r := c.check()
 	t.Logf("once: faults %v; %+v", counts, r.Once)
 	if r.Once.Runs == 0 || r.Once.Done == 0 || r.Once.Skips == 0 {

@@ -91,10 +91,11 @@ func (w *worker) setHold(ctx context.Context, set *lockset.Set, picked []int, mu
 	var partial error
 	for i, key := range keys {
 		mu := mus[picked[i]]
-		if got := mu.Token(); got != tokens[i] || got == 0 {
+		got := mu.Token()
+		if got != tokens[i] || got == 0 {
 			partial = errors.Join(partial, fmt.Errorf("set %s: member %s holds with token %d, the set says %d", grant, key, got, tokens[i]))
 		}
-		holds[i] = &hold{w: w, key: key, token: mu.Token()}
+		holds[i] = &hold{w: w, key: key, token: got}
 		w.rec.holding(key, holds[i].token, history.Now())
 		w.emit(history.Event{Ev: history.EvAcquire, Owner: clienthook.OwnerOf(mu), Key: key, Token: holds[i].token,
 			DL: history.Mono(mu.ValidUntil()), Src: history.SrcLib, TTL: int64(cfg.TTL), Margin: int64(cfg.TTL / 20),
