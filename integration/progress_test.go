@@ -311,8 +311,10 @@ func reportUntil(progress func(), stop <-chan struct{}) <-chan time.Time {
 }
 
 // TestNoFalseStall: holders whose work pauses up to half the progress
-// deadline between reports, for many deadlines, are never stalled: Lost()
-// stays open, Err is nil and the unlock succeeds.
+// deadline between reports, for many deadlines, are never stalled: no
+// hold is lost with ErrStalled, no stall is recorded, and the unlock
+// succeeds. A hold lost with its lease (a store too slow to confirm a
+// renewal in time) is no stall: it is counted and held again.
 func TestNoFalseStall(t *testing.T) {
 	deadlines, holders := 8, 4
 	if longtest.Enabled() {
@@ -322,7 +324,7 @@ func TestNoFalseStall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(deadlines)*progressDeadline+time.Minute)
 	defer cancel()
 	errs := make([]error, holders)
-	reports := make([]int, holders)
+	reports, leaseLosses := make([]int, holders), make([]int, holders)
 	var wg sync.WaitGroup
 	for i := range holders {
 		wg.Go(func() {
@@ -340,18 +342,31 @@ func TestNoFalseStall(t *testing.T) {
 			for time.Now().Before(end) {
 				select {
 				case <-m.Lost():
-					errs[i] = fmt.Errorf("%s: stepped down after %d reports: %w", key, reports[i], m.Err())
-					return
+					if errors.Is(m.Err(), dsync.ErrStalled) {
+						errs[i] = fmt.Errorf("%s: stepped down after %d reports: %w", key, reports[i], m.Err())
+						return
+					}
+					// The lease, not the progress deadline: a store
+					// that confirmed no renewal in time (CI's race
+					// stage, beside other packages' tests) ends a
+					// hold, as it must. Not a stall; hold again.
+					leaseLosses[i]++
+					_ = m.UnlockContext(ctx)
+					if err := m.LockContext(ctx); err != nil {
+						errs[i] = fmt.Errorf("%s: lock again after a lease loss: %w", key, err)
+						return
+					}
+					continue
 				case <-time.After(randDuration(0, progressDeadline/2)):
 				}
 				m.Progress()
 				reports[i]++
 			}
-			if err := m.Err(); err != nil {
+			if err := m.Err(); errors.Is(err, dsync.ErrStalled) {
 				errs[i] = fmt.Errorf("%s: Err() = %w", key, err)
 				return
 			}
-			if err := m.UnlockContext(ctx); err != nil {
+			if err := m.UnlockContext(ctx); err != nil && !errors.Is(err, dsync.ErrLost) || errors.Is(err, dsync.ErrStalled) {
 				errs[i] = fmt.Errorf("%s: unlock: %w", key, err)
 			}
 		})
@@ -369,7 +384,7 @@ func TestNoFalseStall(t *testing.T) {
 	if len(stalls) > 0 {
 		t.Errorf("stall records of busy holders: %+v", stalls)
 	}
-	t.Logf("%d holders, pausing 0..d/2 (d=%v) between reports for %d deadlines: %v reports, 0 step-downs", holders, progressDeadline, deadlines, reports)
+	t.Logf("%d holders, pausing 0..d/2 (d=%v) between reports for %d deadlines: %v reports, 0 step-downs; holds lost with their lease (a slow store), held again: %v", holders, progressDeadline, deadlines, reports, leaseLosses)
 }
 
 // quantile returns the q-quantile of ds (the nearest rank).
