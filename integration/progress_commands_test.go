@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -135,6 +136,13 @@ func (l *cmdLog) between(from, to time.Time) map[string]int {
 // beside every other renewal comes once per two.
 const renewalWindows = 4
 
+// lostWindowsAllowed is how many windows of TestProgressSendsNothing in
+// a row may lose their hold with its lease before the test fails: a
+// store that confirms no renewal for a TTL (CI's README stage runs every
+// package at once on two cores) ends a hold, as it must, and such a
+// window is taken again.
+const lostWindowsAllowed = 2
+
 // sendsNothingDeadline is the progress deadline of the holder that
 // reports in TestProgressSendsNothing: long enough that a starved
 // reporting goroutine (a loaded machine, -race) never stalls it, as a stall
@@ -163,7 +171,10 @@ func TestProgressSendsNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	window := func(log *cmdLog, settled <-chan struct{}, m *dsync.Mutex, report bool) (map[string]int, int64) {
+	// window holds m over renewalWindows renew intervals and returns the
+	// commands its process sent in them, the reports made, and whether
+	// the hold was lost in them (then its commands are not a holder's).
+	window := func(log *cmdLog, settled <-chan struct{}, m *dsync.Mutex, report bool) (map[string]int, int64, bool) {
 		t.Helper()
 		if err := m.LockContext(ctx); err != nil {
 			t.Fatal(err)
@@ -210,13 +221,39 @@ func TestProgressSendsNothing(t *testing.T) {
 		<-done
 		select {
 		case <-m.Lost():
-			t.Fatalf("the hold was lost during the window (report=%v): its commands are not a holder's", report)
+			// Reports never end a hold whose deadline is a minute away:
+			// a stall here is a defect. A lease lost because the store
+			// confirmed no renewal in time (a loaded machine) is not,
+			// but it spoils the window: the caller takes another.
+			if errors.Is(m.Err(), dsync.ErrStalled) {
+				t.Fatalf("the hold stalled during the window (report=%v): %v", report, m.Err())
+			}
+			t.Logf("the hold was lost during the window (report=%v): %v; its commands are not a holder's, another window is taken", report, m.Err())
+			if err := m.UnlockContext(ctx); err != nil && !errors.Is(err, dsync.ErrLost) {
+				t.Fatalf("unlock after a lost hold: %v", err)
+			}
+			return nil, 0, true
 		default:
 		}
 		if err := m.UnlockContext(ctx); err != nil {
 			t.Fatalf("unlock after the window: %v", err)
 		}
-		return log.between(from, to), reports
+		return log.between(from, to), reports, false
+	}
+	// heldWindow takes windows until one keeps its hold throughout, at
+	// most lostWindowsAllowed+1 of them.
+	heldWindow := func(log *cmdLog, settled <-chan struct{}, m *dsync.Mutex, report bool) (map[string]int, int64) {
+		t.Helper()
+		for range lostWindowsAllowed {
+			if cmds, n, lost := window(log, settled, m, report); !lost {
+				return cmds, n
+			}
+		}
+		cmds, n, lost := window(log, settled, m, report)
+		if lost {
+			t.Fatalf("the hold was lost in %d windows in a row (report=%v)", lostWindowsAllowed+1, report)
+		}
+		return cmds, n
 	}
 
 	plain, err := dsync.NewMutex(silent, "silent")
@@ -227,8 +264,8 @@ func TestProgressSendsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	without, _ := window(&silentLog, silentSettled, plain, false)
-	withReports, n := window(&reportsLog, reportsSettled, watched, true)
+	without, _ := heldWindow(&silentLog, silentSettled, plain, false)
+	withReports, n := heldWindow(&reportsLog, reportsSettled, watched, true)
 	t.Logf("over %d renew intervals (TTL %v): %d progress reports; commands sent %v, and %v by a holder that reports nothing",
 		renewalWindows, progressTTL, n, withReports, without)
 	if n < 10_000 {
