@@ -31,10 +31,22 @@ import (
 // that has no deadline (which makes the load happen if no client's
 // command has yet); the load happens once, so what the check sees stays
 // true. When a database is missing, it stops the server and starts it
-// again on the same address, up to registryStarts times.
+// again on the same address, after a pause that doubles from
+// registryPause up to registryMaxPause, until registryPatience has
+// passed since the first start. The pauses matter: what made a load fail
+// (a lock held on a metadata table, PostgreSQL refusing connections for
+// a while) lasts, and starts one after another gave up within half a
+// second (CI, TestRestartOnPostgreSQLKnowsEveryDatabase).
 
-// registryStarts bounds how many times startOnPostgreSQL starts FerretDB.
-const registryStarts = 4
+// registryPatience bounds how long startOnPostgreSQL starts FerretDB
+// again: past it, it gives up with an error.
+const registryPatience = 30 * time.Second
+
+// registryPause and registryMaxPause bound the pause between two starts.
+const (
+	registryPause    = 100 * time.Millisecond
+	registryMaxPause = 2 * time.Second
+)
 
 // registryCheckTimeout bounds one check: a slow PostgreSQL makes the
 // load slow, and a check that cannot finish proves nothing either way.
@@ -44,6 +56,7 @@ const registryCheckTimeout = time.Minute
 // once it knows every database PostgreSQL holds for it (or once a check
 // could not tell).
 func startOnPostgreSQL(cfg Config, pgURL string) (*Server, error) {
+	first, pause := time.Now(), registryPause
 	for start := 1; ; start++ {
 		s, err := startOnce(cfg, pgURL)
 		if err != nil {
@@ -58,16 +71,18 @@ func startOnPostgreSQL(cfg Config, pgURL string) (*Server, error) {
 			return s, nil
 		case len(missing) == 0:
 			return s, nil
-		case start == registryStarts:
+		case time.Since(first)+pause > registryPatience:
 			_ = s.Stop(15 * time.Second)
-			return nil, fmt.Errorf("FerretDB does not know databases %q that PostgreSQL holds for it, after %d starts", missing, start)
+			return nil, fmt.Errorf("FerretDB does not know databases %q that PostgreSQL holds for it, after %d starts in %v", missing, start, time.Since(first).Round(time.Millisecond))
 		}
 		if cfg.Logger != nil {
-			cfg.Logger.Error("ferretserve: FerretDB failed to load databases that PostgreSQL holds for it; starting it again", "missing", missing, "start", start)
+			cfg.Logger.Error("ferretserve: FerretDB failed to load databases that PostgreSQL holds for it; starting it again", "missing", missing, "start", start, "after", pause)
 		}
 		if err := s.Stop(15 * time.Second); err != nil {
 			return nil, err
 		}
+		time.Sleep(pause)
+		pause = min(2*pause, registryMaxPause)
 		if u, err := url.Parse(s.URI); err == nil {
 			cfg.Addr = u.Host // the same port: clients keep their URI
 		}

@@ -86,9 +86,12 @@ func TestRestartOnPostgreSQLKnowsEveryDatabase(t *testing.T) {
 		defer close(answered)
 		firstFind(ctx, p.URI())
 	}()
+	held := time.Now()
 	select {
 	case <-answered:
+		t.Logf("the first command was answered %v after the lock was taken", time.Since(held).Round(time.Millisecond))
 	case <-time.After(10 * time.Second):
+		t.Logf("the first command was not answered in 10 s; the lock goes")
 	}
 	release()
 	released = true
