@@ -11,7 +11,8 @@ import (
 
 // Suspension: with an outage grace (Params.Grace), a session whose local
 // deadline passes is suspended rather than retired, unless it was retired
-// for good first (the store forgot it, a revocation, Close). In the step
+// for good first (the store forgot it, a revocation, Close) or has nothing
+// to keep (no hold, no kept claim, no waiter: idleLocked). In the step
 // that judges it over, as a retirement would, its holds are lost (Lost
 // closes at the deadline, as ever: past it nothing proves they hold), but
 // their claims are left unended to the engine's suspension (Env.Suspend),
@@ -55,7 +56,7 @@ type suspension[H Hold] struct {
 // that refuses the suspension (Env.Suspend) has s retired at once, as
 // without a grace. k.mu must be held.
 func (k *Keeper[H]) suspendLocked(s *Session[H], now time.Time, at time.Duration) ([]H, bool) {
-	if k.p.Grace <= 0 || k.env.Suspend == nil || k.env.Probe == nil || s.retired || s.sus != nil || !s.lease.Suspend(at) {
+	if k.p.Grace <= 0 || k.env.Suspend == nil || k.env.Probe == nil || s.retired || s.sus != nil || k.idleLocked(s) || !s.lease.Suspend(at) {
 		return nil, false
 	}
 	why := fmt.Sprintf("no renewal confirmed before the local deadline%s", k.noRenewalLocked(s, now))
@@ -95,6 +96,26 @@ func (k *Keeper[H]) suspendLocked(s *Session[H], now time.Time, at time.Duration
 	// be asleep until the renewal the deadline made moot.
 	k.signalLocked()
 	return lost, true
+}
+
+// idleLocked reports whether s has nothing a suspension would keep: no
+// hold, no claim a resume kept, no waiter. Such a session is retired at
+// its deadline, as without a grace: its Keeper's loop has stopped (it
+// runs while the session is in use), so no probe would come to give a
+// suspension its verdict, and a new claim's Enter would wait for it until
+// the Keeper gave up, a grace and a TTL later (the public-API outage
+// simulation: a Lock sent nothing for 3.6 s after an RUnlock of a hold
+// lost in an outage judged the idle session over). k.mu must be held.
+func (k *Keeper[H]) idleLocked(s *Session[H]) bool {
+	if k.sess == s && k.waiters > 0 {
+		return false
+	}
+	for _, hs := range k.holds {
+		if hs == s {
+			return false
+		}
+	}
+	return true
 }
 
 // leaseNow is the leases' clock now (Env.Suspend's mono).

@@ -461,3 +461,33 @@ func TestSuspendedThroughAHang(t *testing.T) {
 		}
 	})
 }
+
+// TestIdleSessionRetiredAtDeadline: a session with nothing to keep (its
+// last hold removed, the Keeper's loop stopped), judged over past its
+// deadline by a late call (an Unlock of a hold lost before), is retired,
+// not suspended, and the next Enter opens a new session at once. Suspended
+// (without idleLocked), no loop probes for its verdict and Enter waits
+// until the Keeper gives up, the grace and a TTL after the deadline.
+func TestIdleSessionRetiredAtDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t, worldGrace)
+		defer w.wait()
+		h, s := w.hold("k")
+		w.k.Remove(h)
+		synctest.Wait() // the loop stops: the session is idle
+		sleepUntil(w.k.Deadline(s).Add(worldTTL / 10))
+		w.k.ExpireIfDue(s)
+		if w.suspendedNow(s) || w.k.RetiredWith(s) == nil {
+			t.Fatalf("the idle session past its deadline: suspended %v, retired with %v; want it retired", w.suspendedNow(s), w.k.RetiredWith(s))
+		}
+		from := time.Now()
+		s2, err := w.k.Enter(w.ctx)
+		if err != nil || s2 == s {
+			t.Fatalf("Enter after the idle session's deadline = %v, %v; want a new session", s2, err)
+		}
+		if took := time.Since(from); took >= worldTTL {
+			t.Fatalf("Enter took %v after the idle session's deadline; want a new session within a TTL (%v)", took, worldTTL)
+		}
+		w.k.Leave(s2)
+	})
+}
