@@ -21,10 +21,12 @@ import (
 // setScript marks each key its command holds ($DSYNC_LOCKS, or
 // $DSYNC_LOCK) by creating a directory of its name (atomic, like O_EXCL),
 // and notes an overlap when one exists: two commands that hold a key at
-// once. It records its names and tokens.
+// once. It records its names and tokens in one line, written at once:
+// commands over disjoint names run together, and two appends of one line
+// could take turns with theirs.
 const setScript = `keys="${DSYNC_LOCKS:-$DSYNC_LOCK}"
 for k in $keys; do mkdir "$1/$k" || echo "overlap at $k: $keys" >>"$1/overlaps"; done
-echo "$keys" | tr '\n' ' ' >>"$1/runs"; echo "| ${DSYNC_TOKENS:-$DSYNC_TOKEN}" >>"$1/runs"
+line="$(echo $keys) | $(echo ${DSYNC_TOKENS:-$DSYNC_TOKEN})"; echo "$line" >>"$1/runs"
 sleep 0.2
 for k in $keys; do rmdir "$1/$k"; done`
 
