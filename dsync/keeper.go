@@ -67,6 +67,7 @@ func newKeeper(c *Client, p lease.Params) *keeper {
 		},
 		Resumed: c.resumed,
 		Release: func(h *hold) { c.inBackground(func() { h.endKept(context.Background()) }) },
+		Lapsed:  func(h *hold) { c.inBackground(func() { h.p.releaseClaim(h, "its segment lapsed") }) },
 		Errors: lease.Errors{Lost: ErrLost, Closed: ErrClosed, Revoked: ErrRevoked, Gone: ErrSessionGone, Suspended: ErrSuspended,
 			Ended: func(err error) bool {
 				var ended *ctxerr.Ended

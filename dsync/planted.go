@@ -81,7 +81,7 @@ func (p *core) releaseStalled(h *hold) {
 	if plant.On && plant.Is(plant.StallKeepsClaim) {
 		return
 	}
-	p.releaseClaim(h)
+	p.releaseClaim(h, "a stall")
 }
 
 // endStalled ends holds, which stalled, in stall's order: Lost() first,

@@ -137,13 +137,15 @@ func stall(holds []*hold, last time.Time, reason error) {
 	})
 }
 
-// releaseClaim releases the claim of h, a stalled hold, within the
-// release timeout.
-func (p *core) releaseClaim(h *hold) {
+// releaseClaim releases the claim of h, a hold lost while its session
+// lives on (after, what ended it: a stall, a lapse of its key's segment),
+// within the release timeout: an ordinary end (it did hold), which wakes
+// the next waiter as an unlock's does.
+func (p *core) releaseClaim(h *hold, after string) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.releaseTimeout())
 	defer cancel()
 	if err := p.client.end(ctx, h.claim, true); err != nil && !errors.Is(err, ErrClosed) {
-		p.report(fmt.Errorf("dsync: release %q after a stall: %w", p.key, err))
+		p.report(fmt.Errorf("dsync: release %q after %s: %w", p.key, after, err))
 	}
 }
 

@@ -90,18 +90,42 @@ func (k *Keeper[H]) refresh(ctx context.Context, s *Session[H]) {
 	}
 	k.capLocked(s)
 	k.mu.Unlock()
+	var ended []H
 	for _, h := range lost {
-		k.lose(h, fmt.Errorf("%w: the segment of %q lapsed", k.env.Errors.Lost, h.Key()))
+		if k.lose(h, fmt.Errorf("%w: the segment of %q lapsed", k.env.Errors.Lost, h.Key())) {
+			ended = append(ended, h)
+		}
 	}
+	k.endLapsedLater(ended)
 }
 
 // lose ends h, an active hold, without its caller, stops counting it,
-// and reports the loss.
-func (k *Keeper[H]) lose(h H, reason error) {
-	if h.MarkLost(reason) {
-		k.Remove(h)
-		h.TellLost()
+// and reports the loss; it reports whether it ended h.
+func (k *Keeper[H]) lose(h H, reason error) bool {
+	if !h.MarkLost(reason) {
+		return false
 	}
+	k.Remove(h)
+	h.TellLost()
+	return true
+}
+
+// endLapsedLater tells Env.Lapsed of holds, lost to a lapse of their
+// segment, a margin from now. A lapse ends a hold, not its session:
+// without an end, its claim would hold its key for as long as the
+// session lives, which the Client's other holds and waits keep renewing.
+// The end is safe however late it lands: the hold's work was told to stop
+// (Lost()) before it is sent, and nothing of this process relies on the
+// claim any more.
+func (k *Keeper[H]) endLapsedLater(holds []H) {
+	if len(holds) == 0 || k.env.Lapsed == nil {
+		return
+	}
+	k.p.Clock.AfterFunc(k.p.Margin, func() {
+		for _, h := range holds {
+			k.env.Lapsed(h)
+		}
+	})
 }
 
 // coverLocked is when the coverage of key's segment ends, as a local

@@ -125,3 +125,57 @@ func TestCapHeedsAKeyWithNoCoverage(t *testing.T) {
 		}
 	})
 }
+
+// TestLapsedHoldToldAfterTheMargin: a refresh that finds a held key's
+// segment lapsed loses that hold at once, and tells Env.Lapsed of it (so
+// that its claim is ended: its session lives on) a margin later, not
+// before: the hold's work is told to stop first. A hold of a key still
+// covered is neither lost nor told.
+func TestLapsedHoldToldAfterTheMargin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var wg sync.WaitGroup
+		p := Params{TTL: 3 * time.Second, Clock: testClock{}}
+		if err := p.Settle(); err != nil {
+			t.Fatal(err)
+		}
+		until := time.Now().Add(time.Hour)
+		env := testEnv(&wg, errors.New("closed"))
+		env.CoverEnd = func(string) time.Time { return until }
+		env.Refresh = func(context.Context, []string) ([]string, error) { return []string{"lapses"}, nil }
+		var mu sync.Mutex
+		var told []string
+		env.Lapsed = func(h *testHold) {
+			mu.Lock()
+			defer mu.Unlock()
+			told = append(told, h.key)
+		}
+		k := New(p, env)
+		defer wg.Wait()
+		defer k.Close(errors.New("closed"))
+		s, err := k.Enter(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lapses, stays := &testHold{key: "lapses"}, &testHold{key: "stays"}
+		if !k.Join(lapses, s) || !k.Join(stays, s) {
+			t.Fatal("a hold of a covered key did not join a live session")
+		}
+		k.refresh(context.Background(), s)
+		if !lapses.lost || stays.lost {
+			t.Fatalf("after the refresh: lost %v (lapsed key), %v (covered key); want true, false", lapses.lost, stays.lost)
+		}
+		time.Sleep(p.Margin - time.Millisecond)
+		mu.Lock()
+		early := len(told)
+		mu.Unlock()
+		if early != 0 {
+			t.Fatalf("Lapsed told %v before the margin (%v)", told, p.Margin)
+		}
+		time.Sleep(2 * time.Millisecond)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(told) != 1 || told[0] != "lapses" {
+			t.Fatalf("Lapsed told %v a margin after the loss; want [lapses]", told)
+		}
+	})
+}

@@ -33,7 +33,9 @@
 //   - A renewal extends the lease no further than the earliest coverage
 //     of the keys held (Env.CoverEnd); the coverage is extended beside
 //     the renewals (Env.Refresh), and a hold whose key's segment lapsed
-//     is lost.
+//     is lost, and its claim handed to Env.Lapsed to end a margin later
+//     (its session lives on, and would keep the claim ahead of every
+//     waiter of its key).
 //   - The renewal goroutine runs only while the session has holds or
 //     waiters; every goroutine the Keeper starts runs through Env.Go, or
 //     (a renewal under way) is waited for by one that does, so that the

@@ -91,6 +91,14 @@ type Env[H Hold] struct {
 	// suspended, or kept a TTL after the resume without a hold taking it
 	// over (LetGo). The claim holds, and is the caller's to end.
 	Release func(h H)
+	// Lapsed (may be nil) is told, under no lock, each hold lost because
+	// its key's segment lapsed (coverage.go), a margin after the loss:
+	// its session lives on, so its claim would stay in the queue, ahead
+	// of every waiter of its key, for as long as the session does. The
+	// claim is the caller's to end, as an unlock would (it did hold).
+	// The margin is the head start a lost lease gives between Lost() and
+	// the store's expiry: the hold's work is told to stop first.
+	Lapsed func(h H)
 
 	Errors Errors
 }
