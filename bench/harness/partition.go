@@ -158,6 +158,10 @@ func (rn *runner) partitionRun(ctx context.Context, n int, sm *partSamples) erro
 	rn.logf("%s: partition %s: SIGKILL: every shard owned in %.0f ms (%.2f TTL), balanced in %.0f ms, %d moved (fewest %d)",
 		rn.d.Name(), count(n, "process"), owned, owned/ms(int64(ttl)), ms(ch.balancedAt-t0), ch.moved, least)
 	sm.violations += float64(pt.violations)
+	if pt.takenBack > 0 {
+		rn.logf("%s: partition %s: %d shard terms taken back by their owner with their token (an outage of the store, or a machine too busy for anyone to renew)",
+			rn.d.Name(), count(n, "process"), pt.takenBack)
+	}
 	return nil
 }
 

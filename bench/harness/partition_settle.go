@@ -14,15 +14,17 @@ type partTracker struct {
 	g          *group
 	owner      []int    // each shard's owner after the last change settled
 	token      []uint64 // each shard's last token seen
+	termOf     []int    // the member that started each shard's last token
+	takenBack  int      // starts with the shard's last token, by its member
 	hb         time.Duration
 	limit      time.Duration // a change not balanced by then is an error
 	violations int
 }
 
 func newPartTracker(g *group, shards int, ttl time.Duration) *partTracker {
-	pt := &partTracker{g: g, owner: make([]int, shards), token: make([]uint64, shards), hb: ttl / 3, limit: 10*ttl + time.Minute}
+	pt := &partTracker{g: g, owner: make([]int, shards), token: make([]uint64, shards), termOf: make([]int, shards), hb: ttl / 3, limit: 10*ttl + time.Minute}
 	for s := range pt.owner {
-		pt.owner[s] = -1
+		pt.owner[s], pt.termOf[s] = -1, -1
 	}
 	return pt
 }
@@ -78,7 +80,11 @@ func (pt *partTracker) settle(ctx context.Context, t0 int64, members, gone []int
 }
 
 // check counts, as violations, the starts whose token is not above the
-// shard's last.
+// shard's last, but a start with the last token by the member whose term
+// it is: the term taken back after an outage of the store (or a machine
+// too busy for anyone to renew, which the store's record cannot tell
+// from one), which the leader package documents, same token and nobody
+// between.
 func (pt *partTracker) check(evs []partEvent) {
 	evs = slices.Clone(evs)
 	slices.SortStableFunc(evs, func(a, b partEvent) int { return cmp.Compare(a.at, b.at) })
@@ -86,10 +92,15 @@ func (pt *partTracker) check(evs []partEvent) {
 		if !e.start || e.shard < 0 || e.shard >= len(pt.token) {
 			continue
 		}
-		if e.token <= pt.token[e.shard] {
+		last := pt.token[e.shard]
+		takenBack := e.token == last && pt.termOf[e.shard] == e.member
+		if e.token <= last && !takenBack {
 			pt.violations++
 		}
-		pt.token[e.shard] = e.token
+		if takenBack {
+			pt.takenBack++
+		}
+		pt.token[e.shard], pt.termOf[e.shard] = e.token, e.member
 	}
 }
 

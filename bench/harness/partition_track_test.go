@@ -3,6 +3,7 @@ package harness
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestReplayPartitionJoin: member 2 joins members 0 and 1, which own two
@@ -75,5 +76,29 @@ func TestPartMinMoves(t *testing.T) {
 		if got := partMinMoves(c.before, c.members); got != c.want {
 			t.Errorf("partMinMoves(%v, %v) = %d, want %d", c.before, c.members, got, c.want)
 		}
+	}
+}
+
+// TestPartitionCheckTokens: a start whose token is not above the
+// shard's last is a violation, but one with the last token by the member
+// whose term it was (the term taken back after an outage): that one is
+// counted as taken back.
+func TestPartitionCheckTokens(t *testing.T) {
+	pt := newPartTracker(nil, 2, time.Second)
+	pt.check([]partEvent{
+		{member: 0, shard: 0, token: 5, start: true, at: 1},
+		{member: 0, shard: 0, token: 5, at: 2},
+		{member: 0, shard: 0, token: 5, start: true, at: 3}, // taken back
+		{member: 1, shard: 1, token: 6, start: true, at: 4},
+	})
+	if pt.violations != 0 || pt.takenBack != 1 {
+		t.Fatalf("violations %d, taken back %d; want 0, 1", pt.violations, pt.takenBack)
+	}
+	pt.check([]partEvent{
+		{member: 0, shard: 1, token: 6, start: true, at: 5}, // another member's token
+		{member: 1, shard: 0, token: 4, start: true, at: 6}, // below the last
+	})
+	if pt.violations != 2 || pt.takenBack != 1 {
+		t.Fatalf("violations %d, taken back %d; want 2, 1", pt.violations, pt.takenBack)
 	}
 }
