@@ -222,9 +222,13 @@ func failoverBound(ttl time.Duration) time.Duration { return ttl + 500*time.Mill
 // was cut off from the store ("unreachable" or "hang") and the store was
 // up for the others, free of faults: if another process waited
 // for its key from before its deadline to its deadline + failoverBound
-// (or until it held), some hold of the key by another process began by
-// then. The waiter's own renewals prove the store up. Not judged: a key
-// that stalled gates may keep waiting then (keyWaitedWithin).
+// (or until it held), some other hold of the key began by then. The
+// waiter's own renewals prove the store up. That hold may be of the cut
+// process itself: another of its waiters queued ahead of the other
+// process's (FIFO), once the lost hold's claim ended (a cut shorter than
+// what its session's stored expiry had left ends no session, and the
+// claim its resume kept is let go). Not judged: a key that stalled gates
+// may keep waiting then (keyWaitedWithin).
 func checkFailover(h *History, keys map[string][]*Hold) []Violation {
 	var vs []Violation
 	takenBack := make(map[*Hold]bool) // holds lost and taken back: not lost for good
@@ -248,9 +252,9 @@ func checkFailover(h *History, keys map[string][]*Hold) []Violation {
 			continue
 		}
 		if !slices.ContainsFunc(keys[x.Key], func(y *Hold) bool {
-			return y.Proc != x.Proc && y.Start.After(x.Start) && !y.Start.After(by)
+			return y != x && y.Resumes != x && y.Start.After(x.Start) && !y.Start.After(by)
 		}) {
-			vs = append(vs, Violation{PromiseFailover, fmt.Sprintf("%v lost while its process alone was cut off (deadline %v): no other process held by %v, though p%d waited [%v, %v] (ok %v); faults %s",
+			vs = append(vs, Violation{PromiseFailover, fmt.Sprintf("%v lost while its process alone was cut off (deadline %v): nobody held by %v, though p%d waited [%v, %v] (ok %v); faults %s",
 				x, x.Deadline.Format(tf), by.Format(tf), w.Proc, w.Call.Format(tf), w.Return.Format(tf), w.OK, faultsWithin(h, x.Proc, from, by))})
 		}
 	}

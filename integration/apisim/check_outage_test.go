@@ -73,6 +73,8 @@ func TestCheckOutage(t *testing.T) {
 			[]*Wait{{Proc: 1, Key: "k", Call: at(500), Return: at(1500), OK: true}}, ""},
 		{"a cut-off holder replaced late", []*Hold{lost, hold(3, 1, 6, 2500, 2800, false)}, nil, stamps(0, 2300), []ProcFault{cut(700, 2200)},
 			[]*Wait{{Proc: 1, Key: "k", Call: at(500), Return: at(2500), OK: true}}, PromiseFailover},
+		{"a cut-off holder followed in time by its own process's waiter, queued first", []*Hold{lost, hold(3, 0, 6, 1500, 1800, false)}, nil, stamps(0, 2300), []ProcFault{cut(700, 1200)},
+			[]*Wait{{Proc: 1, Key: "k", Call: at(500), Return: at(2500), OK: true}}, ""},
 		{"a cut-off holder replaced late, the key waiting for stalled gates", []*Hold{lost, hold(3, 1, 6, 2500, 2800, false)}, nil, stamps(0, 2300),
 			[]ProcFault{cut(700, 2200), stalledGatesFault("k", " landed", at(-3000), at(-2990), 2*time.Second)},
 			[]*Wait{{Proc: 1, Key: "k", Call: at(500), Return: at(2500), OK: true}}, ""},
