@@ -21,6 +21,10 @@ func TestPlanted(t *testing.T) {
 		bug     plant.Bug
 		promise string
 	}{
+		// ReadExpiredForgets is caught when a Queue read comes after an
+		// Expired verdict on the same claim, which scheduling decides:
+		// mostly within 80 seeds, once not within 200 in CI. It has
+		// plantExtraBudget; a run that catches it stops there.
 		{"MutexPastDeadline", plant.MutexPastDeadline, PromiseLost},
 		{"ReaderPastWriter", plant.ReaderPastWriter, PromiseReaders},
 		{"SemaphoreOverLimit", plant.SemaphoreOverLimit, PromiseLimit},
@@ -43,7 +47,11 @@ func TestPlanted(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			plant.Set(c.bug)
 			defer plant.Set(plant.None)
-			for seed := int64(1); seed <= plantBudget; seed++ {
+			budget := int64(plantBudget)
+			if c.bug == plant.ReadExpiredForgets {
+				budget = plantExtraBudget
+			}
+			for seed := int64(1); seed <= budget; seed++ {
 				var r Report
 				if c.bug == plant.StallKeepsClaim {
 					r = simulateCalm(t, seed)
@@ -57,10 +65,14 @@ func TestPlanted(t *testing.T) {
 					}
 				}
 			}
-			t.Errorf("not caught in %d seeds", plantBudget)
+			t.Errorf("not caught in %d seeds", budget)
 		})
 	}
 }
+
+// plantExtraBudget is the budget of a planted bug that scheduling lets
+// escape now and then within plantBudget.
+const plantExtraBudget = 5 * plantBudget
 
 // TestPlantedPartition plants each of the Partition's bugs and asserts
 // that the partition simulation catches it, by the promise it breaks,
@@ -81,7 +93,7 @@ func TestPlantedPartition(t *testing.T) {
 		// catches it varies: mostly within 50, now and then past 100,
 		// once past 200 in CI. A run that catches it stops there, so the
 		// larger budget costs only a run that does not.
-		{"PartitionIgnoresOwners", plant.PartitionIgnoresOwners, PromisePartitionMoves, 5 * plantBudget},
+		{"PartitionIgnoresOwners", plant.PartitionIgnoresOwners, PromisePartitionMoves, plantExtraBudget},
 		{"ShardStallStaysOwned", plant.ShardStallStaysOwned, PromisePartitionOwned, 0},
 		{"DrainOnlyOwned", plant.DrainOnlyOwned, PromiseDrain, 0},
 	} {
