@@ -102,8 +102,11 @@
 // It checks that no writer holds beside any other hold, that a writer's
 // token is above every token held before it and a reader's above every
 // writer's before it, and that nobody waits for ever (a state where only
-// giving up moves on). go test runs the small configurations; DSYNC_LONG=1
-// adds the larger ones (a few million states, minutes).
+// giving up moves on). go test runs the small configurations (seconds);
+// DSYNC_LONG=1, without the race detector, adds the larger ones (up to 7.7
+// million states; about six minutes on two cores):
+//
+//	DSYNC_LONG=1 go test -v -run TestLanesHoldTheirPromises ./dsync/internal/queue/lanemodel
 //
 // # What it leaves to the engine and the queue simulation
 //

@@ -40,6 +40,9 @@ func TestLanesHoldTheirPromises(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.long {
 				longtest.Skip(t)
+				if raceEnabled {
+					t.Skip("a larger configuration: without the race detector only (race_test.go)")
+				}
 			}
 			t.Parallel()
 			tc.c.v.giveUps = true

@@ -1,0 +1,5 @@
+//go:build !race
+
+package lanemodel
+
+const raceEnabled = false
