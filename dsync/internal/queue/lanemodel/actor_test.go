@@ -16,6 +16,7 @@ const (
 	wWaitMark            // waiting for the end of another writer's claim below
 	wScan                // reading a lane's slots up to the first missing
 	wSealSent            // its seal of a lane is on its way
+	wSealsSent           // its seals of several slots ahead are on their way
 	wWaitSlot            // waiting for the end of a sealed lane's last read hold
 	wHold                // holding: Unlock next
 	finished
@@ -38,6 +39,7 @@ type actor struct {
 	holding  bool
 	crashed  bool // its process died: its session expires, and others may mark its claims dead
 	tryLock  bool // a writer's TryLock: it fails where a Lock would wait
+	refused  bool // a writer's last seal was refused
 }
 
 func newReader(holds int) actor { return actor{pc: rStart, left: holds, try: 1} }

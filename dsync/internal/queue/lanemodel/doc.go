@@ -51,7 +51,8 @@
 //     passes the lane as ended. Holds below j−1 ended before j−1 was
 //     inserted: their markers may land later, and need not be read.
 //   - the seal was refused: it reads what took slot j. A read hold: it
-//     seals j+1. A seal (an earlier writer's, which ended or gave up): the
+//     seals j+1 (and slots above it: see the writer's starvation below),
+//     and reads on from j+1 as before. A seal (an earlier writer's, which ended or gave up): the
 //     lane ends at j, and it waits for slot j−1 as above. Sealing j+1 after
 //     another writer's seal would leave the lane's last read hold unread and
 //     the writer waiting for an end marker no slot ever gets.
@@ -101,7 +102,8 @@
 //
 // It checks that no writer holds beside any other hold, that a writer's
 // token is above every token held before it and a reader's above every
-// writer's before it, and that nobody waits for ever (a state where only
+// writer's before it, that a root stored after a writer's claim holds only
+// once that writer ended, and that nobody waits for ever (a state where only
 // giving up moves on). go test runs the small configurations (seconds);
 // DSYNC_LONG=1, without the race detector, adds the larger ones (up to 7.7
 // million states; about six minutes on two cores):
@@ -110,16 +112,18 @@
 //
 // # What it leaves to the engine and the queue simulation
 //
-// Stores emptied or restored (the chained shadow proves the lane's last
+// Stores emptied (the chained shadow proves the lane's last
 // slot still stored, as a claim's does), the pruning of the main
 // sequence's claims, outages and resumed sessions, the sweeper, Queue and
 // dsync status (which read lanes to report readers), the wake-ups (a
 // slot's end marker must wake a writer as a claim's does), and a writer's
 // starvation. A reader looping faster than a writer's round trip can take
-// slot after slot ahead of its seals: the writer needs a bound (for
-// example, after a refused seal, seals at several slots ahead in one
-// unordered insert, the lane's end then being the lowest seal and every
-// refused slot read), which the model does not explore (its holds are few,
-// and it cannot tell a starved writer from a slow one) and must before the
-// engine relies on it.
+// slot after slot ahead of its seals, so a writer whose seal a read hold
+// refused seals that hold's next slot and others above it in one unordered
+// insert: the lane then ends at its lowest seal, and every slot below it
+// that a read hold took is read (the model explores this with one and two
+// slots ahead, and TestLaneRulesEachMatter breaks it by waiting only for
+// the hold seen before the seals). That it bounds a writer's wait is a
+// matter of speeds, which the model does not have: its readers may run any
+// number of cycles between two steps of a writer.
 package lanemodel

@@ -8,17 +8,19 @@ import (
 // A variant switches the model's protocol away from the proposal, to show
 // that the explorer finds what each rule prevents.
 type variant struct {
-	giveUps             bool // writers may give up wherever they wait (always on but in the quickest runs)
-	noSeal              bool // a writer reads a lane's end but does not seal it
-	writerSkipsLastHold bool // a writer seals but does not wait for the lane's last read hold
-	sealBlindly         bool // a writer whose seal was refused seals the next slot without reading
-	readerIgnoresSeal   bool // a reader whose slot was sealed holds anyway
-	readerSkipsWalk     bool // a reader's first hold of a lane skips the walk below its root
-	readerSkipsChain    bool // a reader holds on its slot's insert without the last slot's shadow
-	readerSkipsFloor    bool // a lane's first hold does not check its root against the floor
-	crashes             int  // how many actors may crash
-	prunes              bool // lanes below the floor are pruned
-	pruneSealFirst      bool // a prune may delete a lane's seal before its shadows
+	giveUps               bool // writers may give up wherever they wait (always on but in the quickest runs)
+	noSeal                bool // a writer reads a lane's end but does not seal it
+	writerSkipsLastHold   bool // a writer seals but does not wait for the lane's last read hold
+	sealBlindly           bool // a writer whose seal was refused seals the next slot without reading
+	readerIgnoresSeal     bool // a reader whose slot was sealed holds anyway
+	readerSkipsWalk       bool // a reader's first hold of a lane skips the walk below its root
+	readerSkipsChain      bool // a reader holds on its slot's insert without the last slot's shadow
+	readerSkipsFloor      bool // a lane's first hold does not check its root against the floor
+	sealAhead             int  // after a refused seal, a writer seals the next slot and this many above it, unordered
+	sealAheadSkipsRefused bool // and waits for the read hold it saw, not for the slots below its lowest seal
+	crashes               int  // how many actors may crash
+	prunes                bool // lanes below the floor are pruned
+	pruneSealFirst        bool // a prune may delete a lane's seal before its shadows
 }
 
 // A config is the actors of one exploration.
@@ -110,8 +112,9 @@ func onlyGiveUps(steps []step) bool {
 func (w *world) steps() []step {
 	var out []step
 	for i, m := range w.flight {
-		p := m.puts[len(m.done)]
-		out = append(out, step{what: fmt.Sprintf("%v lands (actor %d)", p.id, m.from), do: func(w *world) { w.land(i) }})
+		for _, d := range m.next() {
+			out = append(out, step{what: fmt.Sprintf("%v lands (actor %d)", m.puts[d].id, m.from), do: func(w *world) { w.land(i, d) }})
+		}
 	}
 	out = append(out, w.pruneSteps()...)
 	for i, a := range w.actors {

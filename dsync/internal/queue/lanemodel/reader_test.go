@@ -140,6 +140,13 @@ func (w *world) beginRead(i int) {
 	if w.holding(i, false) {
 		w.fail("reader %d holds @%d/%d while a writer holds", i, a.root, a.slot)
 	}
+	if r := w.st[id{claimID, a.root, 0}]; a.slot == 1 {
+		for x, b := range w.actors {
+			if r.after&(1<<x) != 0 && b.pc != finished {
+				w.fail("reader %d's root @%d landed after writer %d's claim, and holds before it ended", i, a.root, x)
+			}
+		}
+	}
 	tok := a.root*tokenScale + a.slot
 	if tok <= w.maxWTok {
 		w.fail("reader %d's token %d not above the last writer's %d", i, tok, w.maxWTok)

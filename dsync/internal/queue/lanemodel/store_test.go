@@ -42,10 +42,11 @@ func (i id) String() string {
 
 // A doc is what the store holds under an ID.
 type doc struct {
-	owner int  // the actor that inserted it
-	excl  bool // a claim: exclusive (a writer's); otherwise a lane's root
-	seal  bool // a slot: a writer's seal, not a read hold
-	by    int  // a seal: the epoch of the writer's claim that sealed
+	owner int   // the actor that inserted it
+	excl  bool  // a claim: exclusive (a writer's); otherwise a lane's root
+	seal  bool  // a slot: a writer's seal, not a read hold
+	by    int   // a seal: the epoch of the writer's claim that sealed
+	after uint8 // a lane's root: the writers whose claims were stored when it landed (bit per actor)
 }
 
 // A put is one document of an insert.
@@ -110,7 +111,7 @@ func (s store) key() string {
 	b := make([]byte, 0, 6*len(ids))
 	for _, i := range ids {
 		d := s[i]
-		b = append(b, byte(i.kind), byte(i.epoch), byte(i.slot), byte(d.owner), byte(d.by), flag(d.excl)|flag(d.seal)<<1)
+		b = append(b, byte(i.kind), byte(i.epoch), byte(i.slot), byte(d.owner), byte(d.by), flag(d.excl)|flag(d.seal)<<1, d.after)
 	}
 	return string(b)
 }

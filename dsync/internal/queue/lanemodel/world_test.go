@@ -5,14 +5,45 @@ import (
 	"slices"
 )
 
-// A msg is a request on its way to the store: an ordered insert, applied
-// one document per step, so that other requests may land between its
-// documents and after its sender's later requests.
+// A msg is a request on its way to the store: an insert, applied one
+// document per step, so that other requests may land between its
+// documents and after its sender's later requests. An ordered insert
+// applies its documents in turn and stops at the first duplicate; an
+// unordered one applies each, in any order.
 type msg struct {
-	from int
-	puts []put
-	done []result
-	call bool // its sender waits for the reply; otherwise sent and forgotten
+	from      int
+	puts      []put
+	res       []result // each document's, notTried until applied
+	call      bool     // its sender waits for the reply; otherwise sent and forgotten
+	unordered bool
+}
+
+// next lists the documents of m that may land next.
+func (m msg) next() []int {
+	var out []int
+	for i, r := range m.res {
+		if r != notTried {
+			continue
+		}
+		out = append(out, i)
+		if !m.unordered {
+			break
+		}
+	}
+	return out
+}
+
+// complete says whether m has nothing left to apply.
+func (m msg) complete() bool {
+	for _, r := range m.res {
+		if r == duplicate && !m.unordered {
+			return true
+		}
+		if r == notTried {
+			return false
+		}
+	}
+	return true
 }
 
 // tokenScale separates a read hold's slot from its root's epoch in a
@@ -41,30 +72,38 @@ func (w *world) clone() *world {
 	c.actors = slices.Clone(w.actors)
 	c.flight = make([]msg, len(w.flight))
 	for i, m := range w.flight {
-		m.done = slices.Clone(m.done)
+		m.res = slices.Clone(m.res)
 		c.flight[i] = m
 	}
 	return &c
 }
 
-// send puts a request on its way.
+// send puts an ordered insert on its way.
 func (w *world) send(from int, call bool, puts ...put) {
-	w.flight = append(w.flight, msg{from: from, puts: puts, call: call})
+	w.flight = append(w.flight, msg{from: from, puts: puts, res: make([]result, len(puts)), call: call})
 	if call {
 		w.actors[from].awaiting = true
 	}
 }
 
-// land applies the next document of request i.
-func (w *world) land(i int) {
+// sendUnordered puts an unordered insert on its way, for a reply.
+func (w *world) sendUnordered(from int, puts ...put) {
+	w.send(from, true, puts...)
+	w.flight[len(w.flight)-1].unordered = true
+}
+
+// land applies document d of request i.
+func (w *world) land(i, d int) {
 	m := &w.flight[i]
-	r := w.st.insertOne(m.puts[len(m.done)])
-	m.done = append(m.done, r)
-	if r == inserted && len(m.done) < len(m.puts) {
+	p := m.puts[d]
+	if p.id.kind == claimID && !p.doc.excl {
+		p.doc.after = w.writersQueued()
+	}
+	m.res[d] = w.st.insertOne(p)
+	if !m.complete() {
 		return
 	}
-	res := make([]result, len(m.puts))
-	copy(res, m.done)
+	res := slices.Clone(m.res)
 	from, call := m.from, m.call
 	w.flight = slices.Delete(w.flight, i, i+1)
 	if call {
@@ -91,6 +130,17 @@ func (w *world) answer(to int, res []result) {
 	}
 }
 
+// writersQueued lists the writers whose claims are stored, a bit each.
+func (w *world) writersQueued() uint8 {
+	var mask uint8
+	for i, d := range w.st {
+		if i.kind == claimID && d.excl {
+			mask |= 1 << d.owner
+		}
+	}
+	return mask
+}
+
 // holding says whether an actor other than self holds: a writer, or (with
 // readersToo) a reader.
 func (w *world) holding(self int, readersToo bool) bool {
@@ -112,14 +162,15 @@ func (w *world) fail(format string, args ...any) {
 func (w *world) key() string {
 	b := []byte(w.st.key())
 	for _, a := range w.actors {
-		b = append(b, '|', byte(a.pc), byte(a.left), byte(a.try), byte(a.root), byte(a.slot),
-			byte(a.k), byte(a.j), byte(a.own), flag(a.awaiting), flag(a.holding), flag(a.crashed))
+		b = append(b, '|', flag(a.writer), byte(a.pc), byte(a.left), byte(a.try), byte(a.root), byte(a.slot),
+			byte(a.k), byte(a.j), byte(a.own), flag(a.awaiting), flag(a.holding), flag(a.crashed), flag(a.tryLock), flag(a.refused))
 	}
 	fl := make([]string, len(w.flight))
 	for i, m := range w.flight {
-		f := []byte{byte(m.from), flag(m.call), byte(len(m.done))}
-		for _, p := range m.puts {
-			f = append(f, byte(p.id.kind), byte(p.id.epoch), byte(p.id.slot), flag(p.doc.seal))
+		f := []byte{byte(m.from), flag(m.call), flag(m.unordered)}
+		for d, p := range m.puts {
+			f = append(f, byte(p.id.kind), byte(p.id.epoch), byte(p.id.slot),
+				byte(p.doc.owner), flag(p.doc.excl), flag(p.doc.seal), byte(p.doc.by), byte(m.res[d]))
 		}
 		fl[i] = string(f)
 	}

@@ -1,6 +1,9 @@
 package lanemodel
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // writerSteps lists what writer i may do next on its own: its program's
 // step, and giving up (a timeout: its claim withdrawn, its requests on
@@ -36,7 +39,7 @@ func (w *world) writerSteps(i int) []step {
 	case wHold:
 		steps = append(steps, func(w *world) { w.unlock(i) })
 	}
-	if a.awaiting && a.pc != wSealSent {
+	if a.awaiting && a.pc != wSealSent && a.pc != wSealsSent {
 		return nil
 	}
 	out := make([]step, 0, len(steps)+1)
@@ -79,11 +82,19 @@ func (w *world) writerReply(i int, res []result) {
 			a.pc = wWaitSlot
 		case a.tryLock:
 			w.tryFails(i)
+		case w.v.sealAhead > 0:
+			a.refused = true
+			a.pc = wScan
 		case w.v.sealBlindly:
 			a.j++
 			w.sendSeal(i)
 		default:
 			a.pc = wScan // read what took the slot
+		}
+	case wSealsSent:
+		a.pc = wScan // read the slots from the first sealed: the lowest seal ends the lane
+		if w.v.sealAheadSkipsRefused && slices.Contains(res, inserted) {
+			a.pc = wWaitSlot // wait for the read hold seen, not for one that took a refused seal
 		}
 	}
 }
@@ -119,6 +130,18 @@ func (w *world) scan(i int) {
 	switch {
 	case ok && s.seal:
 		a.pc = wWaitSlot
+	case ok && a.refused:
+		// A read hold took the slot the seal was refused: seal it and the
+		// slots above it at once, so that a reader looping faster than
+		// this writer's round trip runs into one of them.
+		a.refused = false
+		a.j++
+		puts := make([]put, 0, 1+w.v.sealAhead)
+		for s := range 1 + w.v.sealAhead {
+			puts = append(puts, put{id{slotID, a.k, a.j + s}, doc{owner: i, seal: true, by: a.own}})
+		}
+		a.pc = wSealsSent
+		w.sendUnordered(i, puts...)
 	case ok:
 		a.j++
 	case w.v.noSeal:
