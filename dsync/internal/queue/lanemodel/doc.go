@@ -94,8 +94,10 @@
 // they wait, their requests landing after; one process crashing anywhere,
 // its claims and read holds then marked dead by those waiting for them;
 // and the lanes below a writer that held pruned, at any time after, in
-// three steps a lane (its slots' shadows, then its seals, then the rest).
-// A prune must delete a lane's shadows before its seal, or a reader's
+// three steps a lane (its slots' shadows, then its seals, then the rest);
+// and the store emptied once while no lock is held or awaited (claims
+// after it lie above every epoch before, as segments make them), markers
+// sent before it landing after. A prune must delete a lane's shadows before its seal, or a reader's
 // chained insert could land between the two and hold under a deleted seal;
 // a lane's extent, for the prune's deletes by ID, is its seal's slot or the
 // slot its root's end marker records.
@@ -106,15 +108,13 @@
 // once that writer ended, and that nobody waits for ever (a state where only
 // giving up moves on). go test runs the small configurations (seconds);
 // DSYNC_LONG=1, without the race detector, adds the larger ones (up to 7.7
-// million states; about six minutes on two cores):
+// million states; about ten minutes on two cores):
 //
 //	DSYNC_LONG=1 go test -v -run TestLanesHoldTheirPromises ./dsync/internal/queue/lanemodel
 //
 // # What it leaves to the engine and the queue simulation
 //
-// Stores emptied (the chained shadow proves the lane's last
-// slot still stored, as a claim's does), the pruning of the main
-// sequence's claims, outages and resumed sessions, the sweeper, Queue and
+// The pruning of the main sequence's claims, outages and resumed sessions, the sweeper, Queue and
 // dsync status (which read lanes to report readers), the wake-ups (a
 // slot's end marker must wake a writer as a claim's does), and a writer's
 // starvation. A reader looping faster than a writer's round trip can take

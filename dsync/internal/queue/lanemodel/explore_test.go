@@ -20,6 +20,7 @@ type variant struct {
 	sealAheadSkipsRefused bool // and waits for the read hold it saw, not for the slots below its lowest seal
 	crashes               int  // how many actors may crash
 	prunes                bool // lanes below the floor are pruned
+	empties               bool // the store is emptied once, while no lock is held or awaited
 	pruneSealFirst        bool // a prune may delete a lane's seal before its shadows
 }
 
@@ -117,6 +118,7 @@ func (w *world) steps() []step {
 		}
 	}
 	out = append(out, w.pruneSteps()...)
+	out = append(out, w.emptySteps()...)
 	for i, a := range w.actors {
 		if a.pc == finished {
 			continue

@@ -32,6 +32,7 @@ func (w *world) rlock(i int) {
 		return
 	}
 	if a.root == 0 {
+		a.try = max(a.try, w.floor) // a claim lies above the floor it knows (F3)
 		a.pc = rRootSent
 		w.send(i, true,
 			put{id{claimID, a.try, 0}, doc{owner: i}},

@@ -61,7 +61,9 @@ type world struct {
 	maxTok  int // the highest token of a hold begun so far
 	maxWTok int // the highest token of a writer's hold begun so far
 	crashes int // actors crashed so far
-	floor   int // every claim below has ended: a writer held above them
+	floor   int // every claim below has ended: a writer held above them, or the store was emptied
+	top     int // the highest epoch ever stored
+	emptied bool
 	bug     string
 	v       *variant
 }
@@ -98,6 +100,9 @@ func (w *world) land(i, d int) {
 	p := m.puts[d]
 	if p.id.kind == claimID && !p.doc.excl {
 		p.doc.after = w.writersQueued()
+	}
+	if p.id.kind == claimID {
+		w.top = max(w.top, p.id.epoch)
 	}
 	m.res[d] = w.st.insertOne(p)
 	if !m.complete() {
@@ -181,7 +186,7 @@ func (w *world) key() string {
 		b = append(b, ';')
 	}
 	b = append(b, '|', byte(w.maxTok/tokenScale), byte(w.maxTok%tokenScale), byte(w.maxWTok/tokenScale),
-		byte(w.crashes), byte(w.floor))
+		byte(w.crashes), byte(w.floor), byte(w.top), flag(w.emptied))
 	return string(b)
 }
 

@@ -62,6 +62,7 @@ func (w *world) lastHoldEnded(a actor) bool {
 
 func (w *world) lock(i int) {
 	a := &w.actors[i]
+	a.try = max(a.try, w.floor) // a claim lies above the floor it knows (F3)
 	a.pc = wClaimSent
 	w.send(i, true, put{id{claimID, a.try, 0}, doc{owner: i, excl: true}})
 }
