@@ -8,7 +8,6 @@ import (
 // A variant switches the model's protocol away from the proposal, to show
 // that the explorer finds what each rule prevents.
 type variant struct {
-	giveUps               bool // writers may give up wherever they wait (always on but in the quickest runs)
 	noSeal                bool // a writer reads a lane's end but does not seal it
 	writerSkipsLastHold   bool // a writer seals but does not wait for the lane's last read hold
 	sealBlindly           bool // a writer whose seal was refused seals the next slot without reading

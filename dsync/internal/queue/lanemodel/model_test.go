@@ -50,7 +50,6 @@ func TestLanesHoldTheirPromises(t *testing.T) {
 				}
 			}
 			t.Parallel()
-			tc.c.v.giveUps = true
 			o := explore(tc.c, stateLimit)
 			t.Logf("%d states", o.states)
 			if o.bug != "" {
@@ -77,7 +76,6 @@ func TestLaneRulesEachMatter(t *testing.T) {
 	}
 	for name, v := range cases {
 		t.Run(name, func(t *testing.T) {
-			v.giveUps = true
 			for _, c := range []config{
 				{readers: []int{2}, writers: 1},
 				{readers: []int{1, 1}, writers: 1},

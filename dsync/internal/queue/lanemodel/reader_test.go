@@ -123,9 +123,8 @@ func (w *world) readerWalk(i int) {
 		w.beginRead(i)
 		return
 	}
-	d, ok := w.st[id{claimID, a.k, 0}]
+	d, ok := w.claimBelow(i)
 	if !ok {
-		w.fail("reader %d: claim @%d below its root missing", i, a.k)
 		return
 	}
 	if d.excl {

@@ -135,6 +135,18 @@ func (w *world) answer(to int, res []result) {
 	}
 }
 
+// claimBelow reads the claim actor i's walk has reached. Every epoch below
+// a stored one was stored before (F1), and only an emptying deletes claims,
+// above which walks stop: a missing one is a violation.
+func (w *world) claimBelow(i int) (doc, bool) {
+	k := w.actors[i].k
+	d, ok := w.st[id{claimID, k, 0}]
+	if !ok {
+		w.fail("actor %d: claim @%d below its own missing", i, k)
+	}
+	return d, ok
+}
+
 // writersQueued lists the writers whose claims are stored, a bit each.
 func (w *world) writersQueued() uint8 {
 	var mask uint8

@@ -46,7 +46,7 @@ func (w *world) writerSteps(i int) []step {
 	for _, f := range steps {
 		out = append(out, step{what: fmt.Sprintf("writer %d at %d", i, a.pc), do: f})
 	}
-	if w.v.giveUps && a.own != 0 && a.pc != wHold && a.pc != finished {
+	if a.own != 0 && a.pc != wHold && a.pc != finished {
 		out = append(out, step{what: fmt.Sprintf("writer %d gives up", i), do: func(w *world) { w.giveUp(i) }, giveUp: true})
 	}
 	return out
@@ -108,9 +108,8 @@ func (w *world) writerWalk(i int) {
 		w.beginWrite(i)
 		return
 	}
-	d, ok := w.st[id{claimID, a.k, 0}]
+	d, ok := w.claimBelow(i)
 	if !ok {
-		w.fail("writer %d: claim @%d below its claim missing", i, a.k)
 		return
 	}
 	switch {
