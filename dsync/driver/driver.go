@@ -68,6 +68,39 @@ const (
 	KindProtocol = "protocol"
 )
 
+// Kinds of the documents of a read lane: a process's read holds of an
+// RWMutex key, kept as slots under one shared claim of its own (the
+// lane's root, a claim with Doc.Lane set), so that readers of one key do
+// not race each other for its epochs. Each carries its root's Epoch and
+// Nonce and its Slot (1 and up); their IDs (SlotID and the two after it)
+// lie under the root's, so that a lane's documents never meet another
+// claim's, nor another history's. Their kinds are none of a claim's or a
+// marker's: a dsync that knows no lanes, and a run (RunReader), passes
+// them by, and sees the root as the live shared claim it is until the
+// root's own end marker. Package dsync/internal/queue/lanemodel states
+// the protocol; this version of dsync writes none of them yet.
+const (
+	// KindSlot is a read hold: slot Slot of the lane of the claim Epoch,
+	// inserted by the lane's process once the slot below it existed and
+	// had ended. Its insert is its hold.
+	KindSlot = "slot"
+	// KindSlotShadow is a slot's shadow (SlotShadowID): inserted with the
+	// slot, in the same request, as a claim's shadow is with its claim.
+	KindSlotShadow = "slotshadow"
+	// KindSlotEnd ends the read hold of a slot (SlotEndID): its process
+	// let it go, or gave it up not knowing whether its insert landed.
+	KindSlotEnd = "slotend"
+	// KindSlotDead ends the read hold of a slot whose session another
+	// process proved expired in the store's time (SlotEndID, as
+	// KindSlotEnd: whichever lands first stands).
+	KindSlotDead = "slotdead"
+	// KindSeal closes a lane at a slot: a writer's document in the slot's
+	// own ID (SlotID), which the lane's next read hold would have taken.
+	// It names the writer's claim (SealEpoch, SealNonce), above which the
+	// lane's process claims a new root.
+	KindSeal = "seal"
+)
+
 // KindDone is a key's done record (a dsync.Once whose function succeeded),
 // with ID DoneID(key). It is inserted once, never updated, and has no
 // epoch, so that the protocol never takes it for a claim.
@@ -99,8 +132,8 @@ func (m Mode) String() string {
 	return "mode(" + strconv.Itoa(int(m)) + ")"
 }
 
-// Doc is a document of a key's queue. It is a claim, its shadow, or a
-// marker that ends a claim.
+// Doc is a document of a key's queue. It is a claim, its shadow, a
+// marker that ends a claim, or a document of a read lane (KindSlot).
 type Doc struct {
 	ID    string
 	Key   string
@@ -146,6 +179,20 @@ type Doc struct {
 	// claims in; empty in claims of an older dsync. A claim that lands
 	// after the store was emptied records the history before it.
 	History string
+	// Claims only: the claim is the root of a read lane (KindSlot): a
+	// shared claim whose read holds are its lane's slots. False in claims
+	// of an older dsync.
+	Lane bool
+	// Documents of a lane (KindSlot, KindSlotShadow, KindSlotEnd,
+	// KindSlotDead, KindSeal): the slot, 1 and up, of the lane rooted at
+	// the claim Epoch inserted with Nonce. An end marker of a lane's root:
+	// the lane's last slot, so that its extent is known to a prune that
+	// deletes by ID. Zero elsewhere.
+	Slot uint64
+	// Seals only (KindSeal): the writer's claim that sealed the lane, its
+	// epoch and nonce.
+	SealEpoch uint64
+	SealNonce string
 	// Release markers only: the claim held with every lower claim ended
 	// (always true of an exclusive claim), so nothing below it can keep a
 	// later claim from holding.
@@ -193,13 +240,33 @@ func EndID(key string, epoch uint64, nonce string) string {
 
 // DoneID is the ID of key's done record (KindDone). Claim IDs end in
 // "@digits", markers in "~nonce", shadows in "#nonce" (a nonce is never
-// "done"), so it is no other document's ID.
+// "done"), a lane's slots in "/digits", their shadows in "#" and their
+// end markers in "~", so it is no other document's ID.
 func DoneID(key string) string { return key + "#done" }
 
 // ShadowID is the ID of the shadow of the claim of epoch inserted with
 // nonce.
 func ShadowID(key string, epoch uint64, nonce string) string {
 	return ClaimID(key, epoch) + "#" + nonce
+}
+
+// SlotID is the ID of slot of the lane rooted at the claim of epoch
+// inserted with nonce: its read hold (KindSlot) or the seal that closed
+// the lane there (KindSeal), whichever was inserted first.
+func SlotID(key string, epoch uint64, nonce string, slot uint64) string {
+	return ClaimID(key, epoch) + "/" + nonce + "/" + strconv.FormatUint(slot, 10)
+}
+
+// SlotShadowID is the ID of the shadow of a lane's slot (KindSlotShadow).
+// A slot's ID is inserted once, so it needs no nonce of its own.
+func SlotShadowID(key string, epoch uint64, nonce string, slot uint64) string {
+	return SlotID(key, epoch, nonce, slot) + "#"
+}
+
+// SlotEndID is the ID of the marker that ends a slot's read hold
+// (KindSlotEnd or KindSlotDead).
+func SlotEndID(key string, epoch uint64, nonce string, slot uint64) string {
+	return SlotID(key, epoch, nonce, slot) + "~"
 }
 
 // Floor is a key's floor, recorded in its gates. Every epoch below Epoch

@@ -9,7 +9,8 @@ import (
 	"github.com/go-dsync/dsync/dsync/driver"
 )
 
-// The ID grammar (ClaimID, EndID, ShadowID, GateID, DoneID, ProtocolID)
+// The ID grammar (ClaimID, EndID, ShadowID, GateID, DoneID, ProtocolID,
+// and a read lane's SlotID, SlotShadowID, SlotEndID)
 // is only ever written: documents carry their key, epoch and nonce as
 // fields, and nothing in dsync reads them back out of an ID. What the
 // protocol needs of it is that no two documents share an ID unless they
@@ -31,16 +32,19 @@ type docID struct {
 	epoch  uint64
 	nonce  string
 	bucket int64
+	slot   uint64
 }
 
 // The kinds of IDs, in the order kindOf numbers them.
-var idKinds = []string{"claim", "end", "shadow", "gate", "done", "protocol"}
+var idKinds = []string{"claim", "end", "shadow", "gate", "done", "protocol", "slot", "slotshadow", "slotend"}
 
 // kindOf turns a fuzzed number into an ID kind, and keeps only the parts
-// that kind uses.
+// that kind uses (a lane's slot is the bucket's bits).
 func kindOf(n uint8, key string, epoch uint64, nonce string, bucket int64) docID {
 	d := docID{kind: idKinds[int(n)%len(idKinds)]}
 	switch d.kind {
+	case "slot", "slotshadow", "slotend":
+		d.key, d.epoch, d.nonce, d.slot = key, epoch, nonce, uint64(bucket)
 	case "claim":
 		d.key, d.epoch = key, epoch
 	case "end", "shadow":
@@ -66,6 +70,12 @@ func (d docID) format() string {
 		return driver.GateID(d.key, d.bucket)
 	case "done":
 		return driver.DoneID(d.key)
+	case "slot":
+		return driver.SlotID(d.key, d.epoch, d.nonce, d.slot)
+	case "slotshadow":
+		return driver.SlotShadowID(d.key, d.epoch, d.nonce, d.slot)
+	case "slotend":
+		return driver.SlotEndID(d.key, d.epoch, d.nonce, d.slot)
 	}
 	return driver.ProtocolID
 }
@@ -77,8 +87,10 @@ func validNonce(n string) bool {
 
 // parseID inverts the grammar. Keys may hold any separator but come
 // first, and the parts after a key hold none but their own, so the last
-// separator in an ID says its kind: '@' a claim, '~' a marker, '#' a
-// shadow, a done record or the protocol document, '/' a gate.
+// separator in an ID says its kind: '@' a claim, '~' a marker (of a claim,
+// or of a slot when nothing follows it), '#' a shadow (likewise), a done
+// record or the protocol document, '/' a gate (after "#g") or a slot
+// (after a claim's ID and a nonce).
 func parseID(id string) (docID, bool) {
 	if id == driver.ProtocolID {
 		return docID{kind: "protocol"}, true
@@ -97,16 +109,38 @@ func parseID(id string) (docID, bool) {
 			return docID{kind: "done", key: head}, true
 		}
 		c, ok := parseID(head)
+		if ok && c.kind == "slot" && tail == "" {
+			c.kind = map[byte]string{'~': "slotend", '#': "slotshadow"}[id[i]]
+			return c, true
+		}
 		if !ok || c.kind != "claim" || !validNonce(tail) {
 			return docID{}, false
 		}
 		kind := map[byte]string{'~': "end", '#': "shadow"}[id[i]]
 		return docID{kind: kind, key: c.key, epoch: c.epoch, nonce: tail}, true
 	default: // '/'
-		key, ok := strings.CutSuffix(head, "#g")
-		bucket, okb := parseInt(tail)
-		return docID{kind: "gate", key: key, bucket: bucket}, ok && okb
+		if key, ok := strings.CutSuffix(head, "#g"); ok {
+			bucket, okb := parseInt(tail)
+			return docID{kind: "gate", key: key, bucket: bucket}, okb
+		}
+		return parseSlot(head, tail)
 	}
+}
+
+// parseSlot reads a lane's slot ID, split before its slot: the claim's ID
+// of the lane's root, '/', the root's nonce, then the slot.
+func parseSlot(head, slotPart string) (docID, bool) {
+	j := strings.LastIndexByte(head, '/')
+	if j < 0 {
+		return docID{}, false
+	}
+	c, ok := parseID(head[:j])
+	nonce := head[j+1:]
+	slot, oks := parseUint(slotPart)
+	if !ok || c.kind != "claim" || !validNonce(nonce) || !oks {
+		return docID{}, false
+	}
+	return docID{kind: "slot", key: c.key, epoch: c.epoch, nonce: nonce, slot: slot}, true
 }
 
 // parseUint and parseInt accept only the canonical decimal forms that
@@ -167,6 +201,12 @@ func FuzzIDDistinct(f *testing.F) {
 	f.Add(uint8(4), "#g/1", uint64(0), "", int64(0), uint8(3), "", uint64(0), "", int64(1))
 	f.Add(uint8(4), "", uint64(0), "", int64(0), uint8(5), "", uint64(0), "", int64(0))
 	f.Add(uint8(4), "#prot", uint64(0), "", int64(0), uint8(5), "", uint64(0), "", int64(0))
+	// A lane's IDs against a gate, a done record and each other.
+	f.Add(uint8(6), "k", uint64(1), "n", int64(5), uint8(3), "k@1/n", uint64(0), "", int64(5))
+	f.Add(uint8(7), "k", uint64(1), "n", int64(5), uint8(4), "k@1/n/5", uint64(0), "", int64(0))
+	f.Add(uint8(7), "k", uint64(1), "n", int64(5), uint8(2), "k@1/n/5", uint64(0), "", int64(0))
+	f.Add(uint8(8), "k", uint64(1), "", int64(5), uint8(1), "k@1/", uint64(5), "", int64(0))
+	f.Add(uint8(6), "k@1/n", uint64(2), "m", int64(3), uint8(6), "k", uint64(1), "n", int64(0))
 	f.Fuzz(func(t *testing.T, ka uint8, keyA string, epochA uint64, nonceA string, bucketA int64,
 		kb uint8, keyB string, epochB uint64, nonceB string, bucketB int64) {
 		if !validNonce(nonceA) || !validNonce(nonceB) {
@@ -191,7 +231,8 @@ func FuzzParseID(f *testing.F) {
 			f.Add(kindOf(uint8(k), key, epochs[i%len(epochs)], nonces[i%len(nonces)], bucks[i%len(bucks)]).format())
 		}
 	}
-	for _, s := range []string{"k@07", "k@+7", "k#g/-0", "k#g/+1", "k@", "k~n", "k#n", "@~", "#g/", "k@1~a~b", "k@1#done"} {
+	for _, s := range []string{"k@07", "k@+7", "k#g/-0", "k#g/+1", "k@", "k~n", "k#n", "@~", "#g/", "k@1~a~b", "k@1#done",
+		"k@1/n/07", "k@1/n/5~x", "k@1/n/5#x", "k@1/n/5#done", "k@1/n#g/5", "k@1//5", "k/n/5", "k@1/n/5/6"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

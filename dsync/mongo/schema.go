@@ -18,8 +18,8 @@ import (
 // "_records" the stall, wait, deadlock and outage records (records.go).
 
 // lockDoc is a document of the lock collection: a claim of an epoch, its
-// shadow, a marker that ends a claim, a gate, the protocol document or a
-// done record (driver.Doc).
+// shadow, a marker that ends a claim, a document of a read lane, a gate,
+// the protocol document or a done record (driver.Doc).
 type lockDoc struct {
 	ID      string `bson:"_id"`
 	Key     string `bson:"key"`
@@ -55,6 +55,13 @@ type lockDoc struct {
 	// Release markers only: the claim held with every lower claim ended
 	// (driver.Doc.Clear).
 	Clear bool `bson:"clear,omitempty"`
+	// A read lane's (driver.KindSlot): a claim's mark that it roots one,
+	// the slot of a lane's document (of a root's end marker: the lane's
+	// last), and a seal's writer, its epoch and nonce (driver.Doc).
+	Lane      bool   `bson:"lane,omitempty"`
+	Slot      int64  `bson:"slot,omitempty"`
+	SealEpoch int64  `bson:"sealEpoch,omitempty"`
+	SealNonce string `bson:"sealNonce,omitempty"`
 	// Done records only: the token of the run that succeeded
 	// (driver.Doc.Token). A done record has no epoch: prunes never match
 	// it.
@@ -76,6 +83,7 @@ func toLockDoc(d driver.Doc) lockDoc {
 		ID: d.ID, Key: d.Key, Epoch: int64(d.Epoch), Kind: d.Kind, Nonce: d.Nonce,
 		Session: d.Session, Owner: d.Owner, Host: d.Host, PID: d.PID, History: d.History, Waiter: d.Waiter, At: ceilMilli(d.Sent),
 		TTL: d.TTL.Milliseconds(), Exp: d.Exp, Grace: d.Grace.Milliseconds(), Mode: int(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
+		Lane: d.Lane, Slot: int64(d.Slot), SealEpoch: int64(d.SealEpoch), SealNonce: d.SealNonce,
 		Token: int64(d.Token),
 		Seg:   int64(d.Seg), Bucket: d.Bucket, Span: d.Span.Milliseconds(),
 		Floor: int64(d.Floor.Epoch), FloorNonce: d.Floor.Nonce,
@@ -88,6 +96,7 @@ func fromLockDoc(d *lockDoc) driver.Doc {
 		Host: d.Host, PID: d.PID, History: d.History, Waiter: d.Waiter, Sent: d.At, TTL: time.Duration(d.TTL) * time.Millisecond, Exp: d.Exp,
 		Grace: time.Duration(d.Grace) * time.Millisecond,
 		Mode:  driver.Mode(d.Mode), Weight: d.Weight, Limit: d.Limit, Clear: d.Clear,
+		Lane: d.Lane, Slot: uint64(d.Slot), SealEpoch: uint64(d.SealEpoch), SealNonce: d.SealNonce,
 		Token: uint64(d.Token),
 		Seg:   uint64(d.Seg), Bucket: d.Bucket, Span: time.Duration(d.Span) * time.Millisecond,
 	}

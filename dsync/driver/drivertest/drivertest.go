@@ -34,16 +34,21 @@
 //   - Get of a missing ID: not found, no error.
 //   - GetRun (Runs): a key's claims and end markers of a range of epochs,
 //     in order, each claim before its markers, and nothing else of note
-//     (shadows may come too), across a change in the epochs' number of
-//     digits as well.
+//     (shadows and a read lane's documents may come too), across a change
+//     in the epochs' number of digits as well.
 //   - Delete: deletes exactly the documents named, skips the missing
 //     ones, and leaves every other; deletes of one ID at once all succeed.
 //   - Segments: gates (with their floor) and the protocol document keep
 //     their fields.
+//   - LaneDocs: a read lane's root, slots, their shadows and end markers
+//     and its seal keep every field, many of one kind and epoch side by
+//     side; a seal and a read hold of one slot share its ID, the first
+//     insert standing; a chained read hold's ordered insert stops at the
+//     shadow below.
 //   - InsertEach: each document created apart from the others; ErrExists
 //     for each whose ID exists, which is left as it was.
 //   - RecentKeys, Compact, DropGates (Maintenance): the keys with a
-//     recent gate; every document sent before a time but those of the
+//     recent gate; every document sent before a time (a read lane's too) but those of the
 //     keys kept and the protocol document; the gates of old buckets, and
 //     nothing else.
 //   - PutKeys, HasKey (Directory): recording a key again, or from many
@@ -166,6 +171,7 @@ func Run(t *testing.T, open func(t *testing.T) driver.Store, opts ...Option) {
 	t.Run("Delete", s.testDelete)
 	t.Run("DeleteConcurrent", s.testDeleteConcurrent)
 	t.Run("SegmentDocs", s.testSegmentDocs)
+	t.Run("LaneDocs", s.testLaneDocs)
 	t.Run("InsertEach", s.testInsertEach)
 	t.Run("RecentKeys", s.testRecentKeys)
 	t.Run("Compact", s.testCompact)

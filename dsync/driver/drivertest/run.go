@@ -21,7 +21,7 @@ func (s *suite) testGetRun(t *testing.T) {
 	}
 	sent := now(st)
 	base := uint64(1<<40) - 3 // 1099511627773: the run crosses no power of ten
-	var want []driver.Doc
+	var want, sixth []driver.Doc
 	var docs []driver.Doc
 	for i := range uint64(6) {
 		c := claim("k", base+i, "n"+string(rune('a'+i)), sent)
@@ -44,14 +44,23 @@ func (s *suite) testGetRun(t *testing.T) {
 			if inRun {
 				want = append(want, m)
 			}
+			sixth = []driver.Doc{c, m} // set last by the sixth claim (i = 5)
 		}
 	}
+	// A read lane rooted in the run, its root and the root's end marker
+	// in the run like any claim's; its slots, their shadows and markers
+	// and its seal, which share the root's epoch, may come too.
+	root, laneDocs := lane("k", base+6, "n-lane", 3, sent)
+	rootEnd := end(root, driver.KindRelease, sent)
+	docs = append(docs, append(laneDocs, rootEnd)...)
 	// Documents the run must not return: another key's whose name begins
 	// with "k@" (its claims' IDs lie among k's), and a gate.
 	other := claim("k@"+"1099511627775", 2, "n-other", sent)
 	docs = append(docs, other, gateDoc("k", testSeg, 1, sent))
 	insert(t, ctx, st, docs...)
 	checkRun(t, "GetRun(k, 2nd to 5th)", want, func() ([]driver.Doc, error) { return rr.GetRun(ctx, "k", base+1, base+4) })
+	checkRun(t, "GetRun(k, 6th to the lane's root)", append(sixth, root, rootEnd),
+		func() ([]driver.Doc, error) { return rr.GetRun(ctx, "k", base+5, base+6) })
 
 	// Epochs from 998 to 1001: four digits and three.
 	var across []driver.Doc
@@ -65,7 +74,8 @@ func (s *suite) testGetRun(t *testing.T) {
 	checkRun(t, "GetRun(missing key)", nil, func() ([]driver.Doc, error) { return rr.GetRun(ctx, "nothing", 1, 1<<50) })
 }
 
-// checkRun compares the run get returns, skipping shadows, with want.
+// checkRun compares the run get returns, skipping shadows and the
+// documents of read lanes, with want.
 func checkRun(t *testing.T, what string, want []driver.Doc, get func() ([]driver.Doc, error)) {
 	t.Helper()
 	got, err := get()
@@ -74,7 +84,9 @@ func checkRun(t *testing.T, what string, want []driver.Doc, get func() ([]driver
 	}
 	var kept []driver.Doc
 	for _, d := range got {
-		if d.Kind != driver.KindShadow {
+		switch d.Kind {
+		case driver.KindShadow, driver.KindSlot, driver.KindSlotShadow, driver.KindSlotEnd, driver.KindSlotDead, driver.KindSeal:
+		default:
 			kept = append(kept, d)
 		}
 	}

@@ -96,6 +96,8 @@ func (s *suite) testCompact(t *testing.T) {
 	old := t0.Add(-time.Hour)
 	c := claim("k", 1, "n", old)
 	gone := []driver.Doc{c, shadow(c), end(c, driver.KindRelease, old), gateDoc("k", 1, 3, old)}
+	_, laneDocs := lane("k", 3, "n-lane", 2, old)
+	gone = append(gone, laneDocs...)
 	late := claim("k", 2, "n", t0)
 	kept := claim("k2", 1, "n", old)
 	proto := driver.Doc{ID: driver.ProtocolID, Kind: driver.KindProtocol, Span: time.Minute, Sent: old}
