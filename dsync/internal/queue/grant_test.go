@@ -15,7 +15,7 @@ import (
 // claim, as processes would have.
 type grantRig struct {
 	t     *testing.T
-	store *memory.Store
+	store queue.Store
 }
 
 func (g grantRig) claim(owner string, terms queue.Terms) (*queue.Engine, *queue.Claim) {
