@@ -35,6 +35,13 @@
 //     slot i's shadow again, whose duplicate proves the lane still stored).
 //     Its insert landing is its hold: no read. RUnlock inserts slot i's end
 //     marker. Two commands a cycle, however many processes read the key.
+//   - A slot's insert whose reply never comes (its outcome unknown: the
+//     insert may land, whole or in part, at any time after) is no hold:
+//     the reader ends the slot and its root, as after a lost chain, and
+//     claims a new root. Its end markers may land before the slot does; a
+//     writer then finds the slot ended, or seals above it. A reader that
+//     took such a slot for a hold would hold beside a writer that sealed
+//     it.
 //   - A process holding several read locks at once has a lane for each.
 //
 // # Writers seal
@@ -97,7 +104,8 @@
 // three steps a lane (its slots' shadows, then its seals, then the rest);
 // and the store emptied once while no lock is held or awaited (claims
 // after it lie above every epoch before, as segments make them), markers
-// sent before it landing after. A prune must delete a lane's shadows before its seal, or a reader's
+// sent before it landing after; and the replies to a reader's slot
+// inserts lost, once or twice. A prune must delete a lane's shadows before its seal, or a reader's
 // chained insert could land between the two and hold under a deleted seal;
 // a lane's extent, for the prune's deletes by ID, is its seal's slot or the
 // slot its root's end marker records.

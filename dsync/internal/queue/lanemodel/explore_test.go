@@ -21,6 +21,8 @@ type variant struct {
 	prunes                bool // lanes below the floor are pruned
 	empties               bool // the store is emptied once, while no lock is held or awaited
 	pruneSealFirst        bool // a prune may delete a lane's seal before its shadows
+	lostReplies           int  // how many replies to a reader's slot insert may be lost (its outcome unknown)
+	holdOnLostReply       bool // a reader whose slot insert's reply was lost takes it for a hold
 }
 
 // A config is the actors of one exploration.
@@ -131,6 +133,9 @@ func (w *world) steps() []step {
 		}
 		for _, f := range w.readerSteps(i) {
 			out = append(out, step{what: fmt.Sprintf("reader %d at %d", i, a.pc), do: f})
+		}
+		if a.awaiting && a.pc == rSlotSent && w.lost < w.v.lostReplies {
+			out = append(out, step{what: fmt.Sprintf("reader %d's slot insert: reply lost", i), do: func(w *world) { w.replyLost(i) }})
 		}
 	}
 	return out

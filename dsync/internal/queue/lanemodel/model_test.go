@@ -32,6 +32,9 @@ func TestLanesHoldTheirPromises(t *testing.T) {
 		{"a reader of two holds, a writer, an emptying", config{readers: []int{2}, writers: 1, v: variant{empties: true}}, false},
 		{"a reader of three holds, two writers, an emptying", config{readers: []int{3}, writers: 2, v: variant{empties: true}}, true},
 		{"a reader of two holds, a writer, a TryLock", config{readers: []int{2}, writers: 1, tries: 1}, false},
+		{"a reader of three holds, a writer, a lost reply", config{readers: []int{3}, writers: 1, v: variant{lostReplies: 1}}, false},
+		{"two readers of one hold and two, a writer, a lost reply", config{readers: []int{2, 1}, writers: 1, v: variant{lostReplies: 1}}, true},
+		{"a reader of two holds, two writers, a lost reply", config{readers: []int{2}, writers: 2, v: variant{lostReplies: 1}}, true},
 		{"a reader of four holds, a writer sealing ahead", config{readers: []int{4}, writers: 1, v: variant{sealAhead: 2}}, false},
 		{"a reader of three holds, two writers sealing ahead", config{readers: []int{3}, writers: 2, v: variant{sealAhead: 1}}, true},
 		{"two readers of one hold, a TryLock, a crash", config{readers: []int{1, 1}, tries: 1, v: variant{crashes: 1}}, false},
@@ -73,6 +76,7 @@ func TestLaneRulesEachMatter(t *testing.T) {
 		"a prune that deletes a seal before its shadows":    {pruneSealFirst: true, prunes: true},
 		"a first hold that does not check the floor":        {readerSkipsFloor: true, prunes: true},
 		"a writer sealing ahead that reads no refused slot": {sealAhead: 1, sealAheadSkipsRefused: true},
+		"a reader that holds on a slot's lost reply":        {lostReplies: 1, holdOnLostReply: true},
 	}
 	for name, v := range cases {
 		t.Run(name, func(t *testing.T) {

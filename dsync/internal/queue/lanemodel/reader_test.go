@@ -76,6 +76,29 @@ func (w *world) readerReply(i int, res []result) {
 	}
 }
 
+// replyLost: the reply to reader i's slot insert never comes (a timeout,
+// a broken connection), so it cannot tell whether the slot landed: the
+// insert may still land, whole or in part, at any time after. The reader
+// takes it as it takes a lost chain: no hold, the slot and the root
+// ended, a new root claimed. Its end markers may land before the slot's
+// insert: a writer then finds the slot ended, or seals above it.
+func (w *world) replyLost(i int) {
+	a := &w.actors[i]
+	for m := range w.flight {
+		if w.flight[m].from == i && w.flight[m].call {
+			w.flight[m].call = false
+		}
+	}
+	a.awaiting = false
+	w.lost++
+	if w.v.holdOnLostReply {
+		a.slot++
+		w.beginRead(i)
+		return
+	}
+	w.laneLost(i, a.slot+1)
+}
+
 // laneSealed: the reader's slot was taken, which only a writer's seal
 // does. It reads the seal, ends its lane's root and claims anew above the
 // writer the seal names.

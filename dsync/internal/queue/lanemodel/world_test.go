@@ -61,6 +61,7 @@ type world struct {
 	maxTok  int // the highest token of a hold begun so far
 	maxWTok int // the highest token of a writer's hold begun so far
 	crashes int // actors crashed so far
+	lost    int // replies lost so far
 	floor   int // every claim below has ended: a writer held above them, or the store was emptied
 	top     int // the highest epoch ever stored
 	emptied bool
@@ -198,7 +199,7 @@ func (w *world) key() string {
 		b = append(b, ';')
 	}
 	b = append(b, '|', byte(w.maxTok/tokenScale), byte(w.maxTok%tokenScale), byte(w.maxWTok/tokenScale),
-		byte(w.crashes), byte(w.floor), byte(w.top), flag(w.emptied))
+		byte(w.crashes), byte(w.lost), byte(w.floor), byte(w.top), flag(w.emptied))
 	return string(b)
 }
 
