@@ -63,6 +63,12 @@
 //     lane ends at j, and it waits for slot j−1 as above. Sealing j+1 after
 //     another writer's seal would leave the lane's last read hold unread and
 //     the writer waiting for an end marker no slot ever gets.
+//   - a seal whose reply never comes (it may land at any time after) is
+//     read back as a refused one is: a seal in the slot, its own or
+//     another's, ends the lane there; a read hold, the scan goes on;
+//     nothing yet, it seals again (the first, landing after, is refused).
+//     A writer that took it for landed would miss a read hold that took
+//     the slot.
 //   - a reader whose slot is refused reads it (a seal), ends its root, and
 //     claims a new root above the writer the seal names: it queues behind
 //     the writer. One that claimed a root below W had its first slot
@@ -105,7 +111,7 @@
 // and the store emptied once while no lock is held or awaited (claims
 // after it lie above every epoch before, as segments make them), markers
 // sent before it landing after; and the replies to a reader's slot
-// inserts lost, once or twice. A prune must delete a lane's shadows before its seal, or a reader's
+// inserts and to a writer's seals lost. A prune must delete a lane's shadows before its seal, or a reader's
 // chained insert could land between the two and hold under a deleted seal;
 // a lane's extent, for the prune's deletes by ID, is its seal's slot or the
 // slot its root's end marker records.

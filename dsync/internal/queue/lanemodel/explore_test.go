@@ -21,8 +21,9 @@ type variant struct {
 	prunes                bool // lanes below the floor are pruned
 	empties               bool // the store is emptied once, while no lock is held or awaited
 	pruneSealFirst        bool // a prune may delete a lane's seal before its shadows
-	lostReplies           int  // how many replies to a reader's slot insert may be lost (its outcome unknown)
+	lostReplies           int  // how many replies to a reader's slot insert or a writer's seal may be lost (its outcome unknown)
 	holdOnLostReply       bool // a reader whose slot insert's reply was lost takes it for a hold
+	sealedOnLostReply     bool // a writer whose seal's reply was lost takes it for a landed seal
 }
 
 // A config is the actors of one exploration.
@@ -129,6 +130,9 @@ func (w *world) steps() []step {
 		}
 		if a.writer {
 			out = append(out, w.writerSteps(i)...)
+			if a.awaiting && (a.pc == wSealSent || a.pc == wSealsSent) && w.lost < w.v.lostReplies {
+				out = append(out, step{what: fmt.Sprintf("writer %d's seal: reply lost", i), do: func(w *world) { w.sealReplyLost(i) }})
+			}
 			continue
 		}
 		for _, f := range w.readerSteps(i) {

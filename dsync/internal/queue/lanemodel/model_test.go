@@ -33,6 +33,7 @@ func TestLanesHoldTheirPromises(t *testing.T) {
 		{"a reader of three holds, two writers, an emptying", config{readers: []int{3}, writers: 2, v: variant{empties: true}}, true},
 		{"a reader of two holds, a writer, a TryLock", config{readers: []int{2}, writers: 1, tries: 1}, false},
 		{"a reader of three holds, a writer, a lost reply", config{readers: []int{3}, writers: 1, v: variant{lostReplies: 1}}, false},
+		{"a reader of four holds, a writer sealing ahead, a lost reply", config{readers: []int{4}, writers: 1, v: variant{sealAhead: 2, lostReplies: 1}}, true},
 		{"two readers of one hold and two, a writer, a lost reply", config{readers: []int{2, 1}, writers: 1, v: variant{lostReplies: 1}}, true},
 		{"a reader of two holds, two writers, a lost reply", config{readers: []int{2}, writers: 2, v: variant{lostReplies: 1}}, true},
 		{"a reader of four holds, a writer sealing ahead", config{readers: []int{4}, writers: 1, v: variant{sealAhead: 2}}, false},
@@ -66,17 +67,18 @@ func TestLanesHoldTheirPromises(t *testing.T) {
 // violation: the model can tell the protocol from its near misses.
 func TestLaneRulesEachMatter(t *testing.T) {
 	cases := map[string]variant{
-		"a writer that does not seal":                       {noSeal: true},
-		"a writer that does not wait for the last hold":     {writerSkipsLastHold: true},
-		"a writer that seals the next slot unread":          {sealBlindly: true},
-		"a reader that holds on a sealed slot":              {readerIgnoresSeal: true},
-		"a reader whose first hold skips its walk":          {readerSkipsWalk: true},
-		"a reader that holds without its chain":             {readerSkipsChain: true, prunes: true},
-		"a reader that holds without its chain, emptied":    {readerSkipsChain: true, empties: true},
-		"a prune that deletes a seal before its shadows":    {pruneSealFirst: true, prunes: true},
-		"a first hold that does not check the floor":        {readerSkipsFloor: true, prunes: true},
-		"a writer sealing ahead that reads no refused slot": {sealAhead: 1, sealAheadSkipsRefused: true},
-		"a reader that holds on a slot's lost reply":        {lostReplies: 1, holdOnLostReply: true},
+		"a writer that does not seal":                        {noSeal: true},
+		"a writer that does not wait for the last hold":      {writerSkipsLastHold: true},
+		"a writer that seals the next slot unread":           {sealBlindly: true},
+		"a reader that holds on a sealed slot":               {readerIgnoresSeal: true},
+		"a reader whose first hold skips its walk":           {readerSkipsWalk: true},
+		"a reader that holds without its chain":              {readerSkipsChain: true, prunes: true},
+		"a reader that holds without its chain, emptied":     {readerSkipsChain: true, empties: true},
+		"a prune that deletes a seal before its shadows":     {pruneSealFirst: true, prunes: true},
+		"a first hold that does not check the floor":         {readerSkipsFloor: true, prunes: true},
+		"a writer sealing ahead that reads no refused slot":  {sealAhead: 1, sealAheadSkipsRefused: true},
+		"a reader that holds on a slot's lost reply":         {lostReplies: 1, holdOnLostReply: true},
+		"a writer that takes a seal's lost reply for sealed": {lostReplies: 1, sealedOnLostReply: true},
 	}
 	for name, v := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -84,13 +84,7 @@ func (w *world) readerReply(i int, res []result) {
 // insert: a writer then finds the slot ended, or seals above it.
 func (w *world) replyLost(i int) {
 	a := &w.actors[i]
-	for m := range w.flight {
-		if w.flight[m].from == i && w.flight[m].call {
-			w.flight[m].call = false
-		}
-	}
-	a.awaiting = false
-	w.lost++
+	w.loseReply(i)
 	if w.v.holdOnLostReply {
 		a.slot++
 		w.beginRead(i)

@@ -136,6 +136,18 @@ func (w *world) answer(to int, res []result) {
 	}
 }
 
+// loseReply drops the reply actor i waits for: its request still lands,
+// sent and forgotten, and the actor goes on not knowing its outcome.
+func (w *world) loseReply(i int) {
+	for m := range w.flight {
+		if w.flight[m].from == i && w.flight[m].call {
+			w.flight[m].call = false
+		}
+	}
+	w.actors[i].awaiting = false
+	w.lost++
+}
+
 // claimBelow reads the claim actor i's walk has reached. Every epoch below
 // a stored one was stored before (F1), and only an emptying deletes claims,
 // above which walks stop: a missing one is a violation.

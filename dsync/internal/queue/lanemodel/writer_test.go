@@ -153,6 +153,23 @@ func (w *world) scan(i int) {
 	}
 }
 
+// sealReplyLost: the reply to writer i's seal (or seals ahead) never
+// comes, and the seal may land at any time after. The writer reads the
+// slot, as after a refused seal: its own seal or another's ends the lane
+// there; a read hold, it scans on; missing, it seals again (the first, if
+// it lands after, is refused as a duplicate). Taking the seal for landed
+// would let a read hold take the slot unseen.
+func (w *world) sealReplyLost(i int) {
+	a := &w.actors[i]
+	w.loseReply(i)
+	a.refused = false
+	if w.v.sealedOnLostReply {
+		a.pc = wWaitSlot
+		return
+	}
+	a.pc = wScan
+}
+
 func (w *world) sendSeal(i int) {
 	a := &w.actors[i]
 	a.pc = wSealSent
