@@ -55,7 +55,7 @@ func (s *suite) testLaneDocs(t *testing.T) {
 	sent := now(st)
 	root, docs := lane("k", 1<<40, "n1", 4, sent)
 	docs = append(docs, end(root, driver.KindRelease, sent.Add(time.Second)))
-	docs[len(docs)-1].Slot = 5 // the lane's extent: its seal's slot
+	docs[len(docs)-1].Slot = 4 // the lane's last slot (driver.Doc.Slot)
 	insert(t, ctx, st, docs...)
 	for _, d := range docs {
 		checkStored(t, ctx, st, d)
